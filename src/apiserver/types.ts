@@ -1,0 +1,89 @@
+// An aggregated API group is declared as data plus a provider, as k8s.io/apiserver
+// declares a resource as its names + scope + storage interfaces. The generic endpoint
+// code (discovery, OpenAPI, list/get/watch, Table) serves every declaration the same way.
+
+/** A JSON Schema (draft-07 subset that both ajv and OpenAPI v2/v3 understand). */
+export type JsonSchema = Record<string, unknown>;
+
+export interface TableColumn {
+  /** Header as kubectl prints it upper-cased: "Name", "CPU", "Memory", "Window". */
+  name: string;
+  /** OpenAPI type of the cell: string, integer, number, boolean, date. */
+  type: 'string' | 'integer' | 'number' | 'boolean' | 'date';
+  format?: string;
+  description: string;
+  /** JSONPath (jsonpath-plus syntax) evaluated against the object; first match is the cell. */
+  jsonPath: string;
+  /** 0 = shown by default; higher = only with -o wide. */
+  priority?: number;
+}
+
+/** Any Kubernetes-shaped object a provider returns. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata: {
+    name: string;
+    namespace?: string;
+    labels?: Record<string, string>;
+    creationTimestamp?: string;
+    resourceVersion?: string;
+    [k: string]: unknown;
+  };
+  [k: string]: unknown;
+}
+
+export type Verb = 'get' | 'list' | 'watch';
+
+export interface ResourceDecl {
+  kind: string;
+  /** Plural, lower-case: the URL segment ("nodes", "pods"). */
+  plural: string;
+  singular: string;
+  shortNames?: string[];
+  categories?: string[];
+  namespaced: boolean;
+  verbs: Verb[];
+  schema: JsonSchema;
+  columns: TableColumn[];
+  /** Field selectors beyond metadata.name / metadata.namespace: selector key → JSONPath. */
+  selectableFields?: Record<string, string>;
+  provider: Provider;
+}
+
+export interface GroupVersionDecl {
+  group: string;
+  /** Versions served with the same resources, preferred first (e.g. ["v1beta1"]). */
+  versions: string[];
+  resources: ResourceDecl[];
+}
+
+/** A consistent view of a resource at one resourceVersion. */
+export interface Snapshot {
+  resourceVersion: string;
+  items: KubeObject[];
+}
+
+export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK' | 'ERROR';
+
+export interface WatchEvent {
+  type: WatchEventType;
+  object: KubeObject;
+}
+
+/**
+ * Where a resource's objects come from. `snapshot` returns every object of the
+ * resource (all namespaces) at one resourceVersion; the framework filters, pages and
+ * converts. `subscribe` delivers later changes; it returns an unsubscribe function.
+ */
+export interface Provider {
+  snapshot(): Promise<Snapshot> | Snapshot;
+  /**
+   * Events strictly after `resourceVersion`, then live ones. Throws a Status 410 error
+   * (apiserver/status.ts `expired`/`gone`) when that version is too old to replay.
+   */
+  subscribe?(
+    resourceVersion: string,
+    onEvent: (event: WatchEvent, resourceVersion: string) => void,
+  ): () => void;
+}

@@ -1,0 +1,40 @@
+// `annex serve`: load the configuration, make sure certificates exist, start the server.
+import { InvalidArgumentError, type Command } from 'commander';
+import { loadConfig, type ConfigOverrides } from '../config/load.js';
+import { createLogger } from '../log.js';
+import { startAnnex } from '../server/start.js';
+
+export function register(program: Command): void {
+  program
+    .command('serve')
+    .description('run the annex HTTPS server (aggregated API + admission webhooks)')
+    .option('-c, --config <file>', 'YAML configuration file')
+    .option('--host <address>', 'address to listen on')
+    .option('--port <port>', 'port to listen on', (v) => parsePort(v))
+    .option('--certs <dir>', 'folder with ca.crt, tls.crt, tls.key')
+    .option('--kubeconfig <file>', 'kubeconfig for the API server annex extends')
+    .action(async (o: { config?: string; host?: string; port?: number; certs?: string; kubeconfig?: string }) => {
+      const overrides: ConfigOverrides = {
+        server: { ...(o.host ? { host: o.host } : {}), ...(o.port ? { port: o.port } : {}) },
+        tls: o.certs ? { dir: o.certs } : {},
+        kube: o.kubeconfig ? { kubeconfig: o.kubeconfig } : {},
+      };
+      const config = loadConfig({ file: o.config, overrides });
+      const log = createLogger(config.log.level);
+      const annex = await startAnnex(config, log);
+      const stop = () => {
+        log.info('shutting down');
+        void annex.close().then(() => process.exit(0));
+      };
+      process.once('SIGINT', stop);
+      process.once('SIGTERM', stop);
+    });
+}
+
+function parsePort(v: string): number {
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1 || n > 65535) {
+    throw new InvalidArgumentError('must be an integer between 1 and 65535.');
+  }
+  return n;
+}

@@ -1,0 +1,61 @@
+// Loads the configuration once: defaults from the schema, then an optional YAML file,
+// then explicit overrides (CLI flags). Invalid settings stop the start with the path
+// of the bad field, never a stack trace.
+import { readFileSync } from 'node:fs';
+import { Ajv } from 'ajv';
+import { parse as parseYaml } from 'yaml';
+import { configSchema, type Config } from './schema.js';
+
+export type { Config } from './schema.js';
+
+export class ConfigError extends Error {}
+
+const ajv = new Ajv({ useDefaults: true, allErrors: true });
+const validate = ajv.compile(configSchema);
+
+/** Deep-merges plain objects; arrays and scalars from `b` replace those in `a`. */
+function merge(a: unknown, b: unknown): unknown {
+  if (!isPlainObject(a) || !isPlainObject(b)) return b === undefined ? a : b;
+  const out: Record<string, unknown> = { ...a };
+  for (const [k, v] of Object.entries(b)) out[k] = merge(a[k], v);
+  return out;
+}
+
+function isPlainObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+export type ConfigOverrides = { [K in keyof Config]?: Partial<Config[K]> };
+
+export function loadConfig(opts: { file?: string; overrides?: ConfigOverrides } = {}): Config {
+  let fromFile: unknown = {};
+  if (opts.file) {
+    let text: string;
+    try {
+      text = readFileSync(opts.file, 'utf8');
+    } catch (e) {
+      throw new ConfigError(`cannot read config file ${opts.file}: ${(e as Error).message}`);
+    }
+    try {
+      fromFile = parseYaml(text) ?? {};
+    } catch (e) {
+      throw new ConfigError(`config file ${opts.file} is not valid YAML: ${(e as Error).message}`);
+    }
+    if (!isPlainObject(fromFile)) throw new ConfigError(`config file ${opts.file} must hold a mapping`);
+  }
+  const seed = { server: {}, tls: {}, kube: {}, log: {} };
+  const candidate = merge(merge(seed, fromFile), opts.overrides ?? {});
+  if (!validate(candidate)) {
+    const where = opts.file ? ` in ${opts.file}` : '';
+    const msgs = (validate.errors ?? []).map(
+      (e) =>
+        `${e.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(root)'} ${e.message}${
+          e.keyword === 'additionalProperties'
+            ? ` (${(e.params as { additionalProperty: string }).additionalProperty})`
+            : ''
+        }`,
+    );
+    throw new ConfigError(`invalid configuration${where}: ${msgs.join('; ')}`);
+  }
+  return candidate;
+}

@@ -1,0 +1,19 @@
+// One debug line per request. Paths and codes only: never bodies, headers or query
+// strings (a query could carry a selector with user data; a header a token).
+import type Koa from 'koa';
+import type { Logger } from '../log.js';
+
+export function accessLog(log: Logger): Koa.Middleware {
+  return async (ctx, next) => {
+    const start = process.hrtime.bigint();
+    try {
+      await next();
+    } finally {
+      const ms = Number(process.hrtime.bigint() - start) / 1e6;
+      log.debug(
+        { method: ctx.method, path: ctx.path, code: ctx.status, ms: Math.round(ms * 10) / 10, proto: ctx.req.httpVersion },
+        'request',
+      );
+    }
+  };
+}

@@ -1,0 +1,35 @@
+// The outermost middleware: whatever goes wrong below becomes a Kubernetes Status.
+// Known failures (StatusError) keep their code; anything else is a 500 whose details
+// go to the log (by request id), never to the client.
+import type Koa from 'koa';
+import { internalError, notFoundPath, StatusError, type Status } from '../apiserver/status.js';
+import type { Logger } from '../log.js';
+
+export function sendStatus(ctx: Koa.Context, status: Status): void {
+  ctx.status = status.code;
+  ctx.type = 'application/json';
+  ctx.body = status;
+}
+
+export function statusErrors(log: Logger): Koa.Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+      if (ctx.body === undefined && ctx.status === 404) sendStatus(ctx, notFoundPath().status);
+    } catch (err) {
+      if (err instanceof StatusError) {
+        sendStatus(ctx, err.status);
+        return;
+      }
+      // Koa's body parser and http-errors carry an HTTP status for client mistakes.
+      const e = err as { status?: number; expose?: boolean; message?: string; type?: string };
+      if (e.status && e.status >= 400 && e.status < 500 && e.expose) {
+        const reason = e.status === 413 ? 'RequestEntityTooLarge' : 'BadRequest';
+        sendStatus(ctx, new StatusError(e.status, reason, e.message ?? 'bad request').status);
+        return;
+      }
+      log.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
+      sendStatus(ctx, internalError('an unexpected error occurred; see the annex log').status);
+    }
+  };
+}

@@ -1,0 +1,28 @@
+// Finds (or builds, once per machine) the pinned kube-apiserver, kubectl and etcd.
+// The versions live in versions.env; build.sh does the work and caches outside the repo.
+import { spawnSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+
+export function pinnedVersions(): { kubernetes: string; etcd: string } {
+  const env = Object.fromEntries(
+    readFileSync(join(here, 'versions.env'), 'utf8')
+      .split('\n')
+      .filter((l) => /^[A-Z_]+=/.test(l))
+      .map((l) => l.split('=', 2) as [string, string]),
+  );
+  return { kubernetes: env.KUBERNETES_VERSION!, etcd: env.ETCD_VERSION! };
+}
+
+export type BinariesResult = { binDir: string } | { missing: string };
+
+/** Runs build.sh (instant when cached); its progress lines go to our stderr. */
+export function ensureBinaries(): BinariesResult {
+  const r = spawnSync('bash', [join(here, 'build.sh')], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+  if (r.status === 0) return { binDir: r.stdout.trim().split('\n').pop()! };
+  if (r.status === 3) return { missing: 'Go is not installed (needed once to build kube-apiserver and etcd)' };
+  return { missing: `test/cluster/build.sh failed with exit code ${r.status}` };
+}

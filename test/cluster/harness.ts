@@ -1,0 +1,114 @@
+// What end-to-end tests use: the control plane from global setup, the matching kubectl,
+// raw HTTPS calls with a chosen identity, and unique namespaces.
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { request } from 'node:https';
+import { readFileSync } from 'node:fs';
+import { inject, describe } from 'vitest';
+import { parse } from 'yaml';
+import type { ClusterInfo } from './control-plane.js';
+
+export type { ClusterInfo } from './control-plane.js';
+
+export const cluster: ClusterInfo | null = inject('cluster');
+
+/** describe() for real-cluster tests: skipped, with the reason in the title, without Go. */
+export function describeCluster(name: string, fn: (c: ClusterInfo) => void): void {
+  if (!cluster) {
+    describe.skip(`${name} (skipped: ${inject('clusterSkipReason')})`, () => {});
+    return;
+  }
+  const c = cluster;
+  describe(name, () => fn(c));
+}
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+export type Identity = 'admin' | 'user' | { kubeconfig: string };
+
+function kubeconfigFor(c: ClusterInfo, as: Identity = 'admin'): string {
+  if (as === 'admin') return c.adminKubeconfig;
+  if (as === 'user') return c.userKubeconfig;
+  return as.kubeconfig;
+}
+
+/** Runs the control plane's own kubectl (same version as the server). Never throws on exit code. */
+export function kubectl(args: string[], opts: { as?: Identity; input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+  const c = cluster!;
+  return new Promise((resolve) => {
+    const child = execFile(
+      c.kubectl,
+      ['--kubeconfig', kubeconfigFor(c, opts.as), ...args],
+      { timeout: opts.timeoutMs ?? 60_000, maxBuffer: 64 << 20, env: { ...process.env, KUBECONFIG: '' } },
+      (err, stdout, stderr) => {
+        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+        resolve({ code, stdout, stderr });
+      },
+    );
+    if (opts.input !== undefined) child.stdin!.end(opts.input);
+  });
+}
+
+/** kubectl that must succeed; returns stdout. */
+export async function kubectlOk(args: string[], opts: { as?: Identity; input?: string } = {}): Promise<string> {
+  const r = await kubectl(args, opts);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
+  return r.stdout;
+}
+
+/** A fresh namespace with its `default` ServiceAccount (no controller-manager makes it). */
+export async function createNamespace(prefix: string): Promise<string> {
+  const name = `${prefix}-${randomBytes(3).toString('hex')}`;
+  await kubectlOk(['create', 'namespace', name]);
+  await kubectlOk(['create', 'serviceaccount', 'default', '-n', name]);
+  return name;
+}
+
+export interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+  json: () => any; // eslint-disable-line @typescript-eslint/no-explicit-any
+}
+
+/** A raw HTTPS request to the API server as the identity in a kubeconfig. */
+export function apiRequest(
+  method: string,
+  path: string,
+  opts: { as?: Identity; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<RawResponse> {
+  const c = cluster!;
+  const kc = parse(readFileSync(kubeconfigFor(c, opts.as), 'utf8'));
+  const user = kc.users[0].user as Record<string, string>;
+  const b64 = (k: string) => (user[k] ? Buffer.from(user[k], 'base64') : undefined);
+  const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${c.server}${path}`,
+      {
+        method,
+        ca: readFileSync(c.servingCaFile),
+        cert: b64('client-certificate-data'),
+        key: b64('client-key-data'),
+        headers: {
+          accept: 'application/json',
+          ...(user.token ? { authorization: `Bearer ${user.token}` } : {}),
+          ...(payload ? { 'content-type': 'application/json' } : {}),
+          ...opts.headers,
+        },
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) }));
+      },
+    );
+    req.on('error', reject);
+    req.end(payload);
+  });
+}

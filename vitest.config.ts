@@ -1,0 +1,29 @@
+// Two projects: `unit` (pure logic, beside the code) and `cluster` (end-to-end against a
+// real kube-apiserver + etcd started once per run by test/cluster/global-setup.ts).
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts'],
+          testTimeout: 20_000,
+        },
+      },
+      {
+        test: {
+          name: 'cluster',
+          include: ['test/e2e/**/*.test.ts'],
+          globalSetup: ['test/cluster/global-setup.ts'],
+          testTimeout: 120_000,
+          hookTimeout: 180_000,
+          // One control plane serves every file; files run one at a time so that
+          // cluster-wide objects (APIServices, webhooks) never race each other.
+          fileParallelism: false,
+        },
+      },
+    ],
+  },
+});
