@@ -1,0 +1,200 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import Koa from 'koa';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createLogger } from '../log.js';
+import { statusErrors } from '../server/errors.js';
+import { admissionWebhooks, MAX_REVIEW_BYTES } from './server.js';
+import { allow, denyInvalid, type Webhook } from './verdict.js';
+
+const log = createLogger('silent');
+const labeler: Webhook = {
+  name: 'labels',
+  type: 'mutating',
+  admit: (req) => ({
+    allowed: true,
+    object: {
+      ...req.object!,
+      metadata: { ...req.object!.metadata, labels: { 'app.kubernetes.io/name': 'x', 'a~b': 'y' } },
+    },
+  }),
+};
+const namer: Webhook = {
+  name: 'names',
+  type: 'validating',
+  admit: (req) =>
+    req.object!.metadata.name.includes('.')
+      ? denyInvalid(req, req.object!.metadata.name, [
+          { field: 'metadata.name', message: 'Invalid value: "a.b": no dots' },
+        ])
+      : allow(['looks fine']),
+};
+const slow: Webhook = { name: 'slow', type: 'validating', admit: () => new Promise(() => {}) };
+
+let server: Server;
+let base: string;
+beforeAll(async () => {
+  const app = new Koa();
+  app.use(statusErrors(log));
+  app.use(admissionWebhooks([labeler, namer, slow], log));
+  server = createServer(app.callback());
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+});
+afterAll(() => new Promise<void>((r) => server.close(() => r())));
+
+const review = (apiVersion: string, object: object, extra: object = {}) => ({
+  apiVersion,
+  kind: 'AdmissionReview',
+  request: {
+    uid: 'c0ffee',
+    kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+    resource: { group: 'apps', version: 'v1', resource: 'deployments' },
+    namespace: 'ns',
+    operation: 'CREATE',
+    object,
+    dryRun: false,
+    ...extra,
+  },
+});
+
+async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
+  const res = await fetch(base + path, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body: typeof body === 'string' ? body : JSON.stringify(body),
+  });
+  return { status: res.status, json: (await res.json()) as any };
+}
+
+describe('admission webhook server', () => {
+  it('answers a v1 review with the same uid and a base64 JSON Patch with escaped keys', async () => {
+    const r = await post(
+      '/mutate/labels',
+      review('admission.k8s.io/v1', { metadata: { name: 'web' } }),
+    );
+    expect(r.status).toBe(200);
+    expect(r.json).toMatchObject({ apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' });
+    expect(r.json.response).toMatchObject({ uid: 'c0ffee', allowed: true, patchType: 'JSONPatch' });
+    const ops = JSON.parse(Buffer.from(r.json.response.patch, 'base64').toString());
+    expect(ops).toEqual([
+      { op: 'add', path: '/metadata/labels', value: { 'app.kubernetes.io/name': 'x', 'a~b': 'y' } },
+    ]);
+  });
+
+  it('escapes "/" and "~" when adding to an existing map', async () => {
+    const r = await post(
+      '/mutate/labels',
+      review('admission.k8s.io/v1', { metadata: { name: 'web', labels: {} } }),
+    );
+    const ops = JSON.parse(Buffer.from(r.json.response.patch, 'base64').toString());
+    expect(ops).toContainEqual({
+      op: 'add',
+      path: '/metadata/labels/app.kubernetes.io~1name',
+      value: 'x',
+    });
+    expect(ops).toContainEqual({ op: 'add', path: '/metadata/labels/a~0b', value: 'y' });
+  });
+
+  it('answers v1beta1 in v1beta1', async () => {
+    const r = await post(
+      '/validate/names',
+      review('admission.k8s.io/v1beta1', { metadata: { name: 'web' } }),
+    );
+    expect(r.json.apiVersion).toBe('admission.k8s.io/v1beta1');
+    expect(r.json.response).toEqual({ uid: 'c0ffee', allowed: true, warnings: ['looks fine'] });
+  });
+
+  it('denies with a 422 Invalid status that kubectl renders like built-in validation', async () => {
+    const r = await post(
+      '/validate/names',
+      review('admission.k8s.io/v1', { metadata: { name: 'a.b' } }),
+    );
+    expect(r.json.response.allowed).toBe(false);
+    expect(r.json.response.patch).toBeUndefined();
+    expect(r.json.response.status).toMatchObject({
+      code: 422,
+      reason: 'Invalid',
+      message: 'Deployment.apps "a.b" is invalid: metadata.name: Invalid value: "a.b": no dots',
+      details: {
+        name: 'a.b',
+        group: 'apps',
+        kind: 'Deployment',
+        causes: [{ field: 'metadata.name', reason: 'FieldValueInvalid' }],
+      },
+    });
+  });
+
+  it.each([
+    ['malformed JSON', '{"apiVersion":', /not valid JSON/],
+    [
+      'a wrong kind',
+      { apiVersion: 'admission.k8s.io/v1', kind: 'Pod', request: {} },
+      /expected kind "AdmissionReview"/,
+    ],
+    [
+      'a wrong apiVersion',
+      { apiVersion: 'admission.k8s.io/v2', kind: 'AdmissionReview', request: {} },
+      /unsupported AdmissionReview apiVersion/,
+    ],
+    [
+      'no request',
+      { apiVersion: 'admission.k8s.io/v1', kind: 'AdmissionReview' },
+      /has no request/,
+    ],
+    [
+      'no uid',
+      {
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: { operation: 'CREATE' },
+      },
+      /uid is missing/,
+    ],
+  ])('refuses %s with a 400 Status', async (_what, body, message) => {
+    const r = await post('/validate/names', body);
+    expect(r.status).toBe(400);
+    expect(r.json).toMatchObject({
+      kind: 'Status',
+      status: 'Failure',
+      reason: 'BadRequest',
+      code: 400,
+    });
+    expect(r.json.message).toMatch(message);
+  });
+
+  it('refuses a non-JSON content type with 415 and a body over 7 MiB with 413', async () => {
+    const r = await post('/validate/names', 'x', { 'content-type': 'text/plain' });
+    expect(r.status).toBe(415);
+    expect(r.json.reason).toBe('UnsupportedMediaType');
+    const big = JSON.stringify(
+      review('admission.k8s.io/v1', {
+        metadata: { name: 'a' },
+        data: 'x'.repeat(MAX_REVIEW_BYTES),
+      }),
+    );
+    const r2 = await post('/validate/names', big);
+    expect(r2.status).toBe(413);
+    expect(r2.json).toMatchObject({ kind: 'Status', reason: 'RequestEntityTooLarge', code: 413 });
+  });
+
+  it('answers before the deadline given in ?timeout=', async () => {
+    const t0 = Date.now();
+    const r = await post(
+      '/validate/slow?timeout=1s',
+      review('admission.k8s.io/v1', { metadata: { name: 'a' } }),
+    );
+    expect(Date.now() - t0).toBeLessThan(1000);
+    expect(r.json.response).toMatchObject({
+      uid: 'c0ffee',
+      allowed: false,
+      status: { code: 504, reason: 'Timeout' },
+    });
+  });
+
+  it('leaves other paths to the next middleware', async () => {
+    const res = await fetch(base + '/validate/unknown', { method: 'POST' });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toMatchObject({ kind: 'Status', reason: 'NotFound' });
+  });
+});
