@@ -72,7 +72,7 @@ export interface RawResponse {
   status: number;
   headers: Record<string, string | string[] | undefined>;
   body: string;
-  json: () => any; // eslint-disable-line @typescript-eslint/no-explicit-any
+  json: () => any;
 }
 
 /** A raw HTTPS request to the API server as the identity in a kubeconfig. */
