@@ -41,9 +41,10 @@ export function loadConfig(opts: { file?: string; overrides?: ConfigOverrides } 
     } catch (e) {
       throw new ConfigError(`config file ${opts.file} is not valid YAML: ${(e as Error).message}`);
     }
-    if (!isPlainObject(fromFile)) throw new ConfigError(`config file ${opts.file} must hold a mapping`);
+    if (!isPlainObject(fromFile))
+      throw new ConfigError(`config file ${opts.file} must hold a mapping`);
   }
-  const seed = { server: {}, tls: {}, kube: {}, log: {} };
+  const seed = { server: {}, tls: {}, kube: {}, admission: {}, log: {} };
   const candidate = merge(merge(seed, fromFile), opts.overrides ?? {});
   if (!validate(candidate)) {
     const where = opts.file ? ` in ${opts.file}` : '';

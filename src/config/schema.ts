@@ -25,6 +25,22 @@ export interface Config {
     /** Path to a kubeconfig; empty means in-cluster, or no cluster at all. */
     kubeconfig: string;
   };
+  admission: {
+    names: {
+      /** Validating webhook /validate/names. */
+      enabled: boolean;
+    };
+    defaults: {
+      /** Mutating webhook /mutate/defaults. */
+      enabled: boolean;
+      /** app.kubernetes.io/managed-by added where absent; empty turns it off. */
+      managedBy: string;
+      /** Container resource requests added where absent; empty values turn each off. */
+      requests: { cpu: string; memory: string };
+      /** The API server's pod-template defaults on custom resources (CRDs get none). */
+      podTemplates: boolean;
+    };
+  };
   log: {
     level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
   };
@@ -33,7 +49,7 @@ export interface Config {
 export const configSchema: JSONSchemaType<Config> = {
   type: 'object',
   additionalProperties: false,
-  required: ['server', 'tls', 'kube', 'log'],
+  required: ['server', 'tls', 'kube', 'admission', 'log'],
   properties: {
     server: {
       type: 'object',
@@ -41,7 +57,8 @@ export const configSchema: JSONSchemaType<Config> = {
       required: ['host', 'port', 'keepAliveTimeoutSeconds'],
       properties: {
         host: { type: 'string', minLength: 1, default: '127.0.0.1' },
-        port: { type: 'integer', minimum: 1, maximum: 65535, default: 8443 },
+        // 0 asks the OS for a free port (tests).
+        port: { type: 'integer', minimum: 0, maximum: 65535, default: 8443 },
         keepAliveTimeoutSeconds: { type: 'integer', minimum: 91, default: 100 },
       },
     },
@@ -63,6 +80,41 @@ export const configSchema: JSONSchemaType<Config> = {
       additionalProperties: false,
       required: ['kubeconfig'],
       properties: { kubeconfig: { type: 'string', default: '' } },
+    },
+    admission: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['names', 'defaults'],
+      properties: {
+        names: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['enabled'],
+          default: {},
+          properties: { enabled: { type: 'boolean', default: true } },
+        },
+        defaults: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['enabled', 'managedBy', 'requests', 'podTemplates'],
+          default: {},
+          properties: {
+            enabled: { type: 'boolean', default: true },
+            managedBy: { type: 'string', default: 'annex' },
+            requests: {
+              type: 'object',
+              additionalProperties: false,
+              required: ['cpu', 'memory'],
+              default: {},
+              properties: {
+                cpu: { type: 'string', default: '100m' },
+                memory: { type: 'string', default: '128Mi' },
+              },
+            },
+            podTemplates: { type: 'boolean', default: true },
+          },
+        },
+      },
     },
     log: {
       type: 'object',

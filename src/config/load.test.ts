@@ -1,0 +1,49 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './load.js';
+
+const file = (text: string) => {
+  const f = join(mkdtempSync(join(tmpdir(), 'annex-cfg-')), 'annex.yaml');
+  writeFileSync(f, text);
+  return f;
+};
+
+describe('loadConfig', () => {
+  it('fills every default from the schema', () => {
+    const c = loadConfig();
+    expect(c.server).toEqual({ host: '127.0.0.1', port: 8443, keepAliveTimeoutSeconds: 100 });
+    expect(c.tls.service).toBe('annex');
+    expect(c.admission.defaults.requests).toEqual({ cpu: '100m', memory: '128Mi' });
+  });
+
+  it('layers file then overrides', () => {
+    const c = loadConfig({
+      file: file('server:\n  port: 9443\nlog:\n  level: warn\n'),
+      overrides: { server: { host: '0.0.0.0' } },
+    });
+    expect(c.server).toMatchObject({ host: '0.0.0.0', port: 9443 });
+    expect(c.log.level).toBe('warn');
+  });
+
+  it('names the bad field and the file', () => {
+    expect(() => loadConfig({ file: file('server:\n  port: 70000\n') })).toThrow(
+      /invalid configuration in .*annex\.yaml: server\.port must be <= 65535/,
+    );
+    expect(() => loadConfig({ file: file('server:\n  prot: 1\n') })).toThrow(
+      /server must NOT have additional properties \(prot\)/,
+    );
+    expect(() => loadConfig({ overrides: { server: { keepAliveTimeoutSeconds: 30 } } })).toThrow(
+      ConfigError,
+    );
+  });
+
+  it('reports unreadable and non-YAML files as ConfigError', () => {
+    expect(() => loadConfig({ file: '/nonexistent/annex.yaml' })).toThrow(
+      /cannot read config file \/nonexistent\/annex\.yaml/,
+    );
+    expect(() => loadConfig({ file: file('server: [1, 2\n') })).toThrow(/is not valid YAML/);
+    expect(() => loadConfig({ file: file('- 1\n') })).toThrow(/must hold a mapping/);
+  });
+});
