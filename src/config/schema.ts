@@ -46,6 +46,10 @@ export interface Config {
   };
 }
 
+/** An empty object as a default: ajv then fills its fields from their own defaults. */
+const filledIn = <T>() => ({}) as T;
+type Admission = Config['admission'];
+
 export const configSchema: JSONSchemaType<Config> = {
   type: 'object',
   additionalProperties: false,
@@ -90,14 +94,14 @@ export const configSchema: JSONSchemaType<Config> = {
           type: 'object',
           additionalProperties: false,
           required: ['enabled'],
-          default: {},
+          default: filledIn<Admission['names']>(),
           properties: { enabled: { type: 'boolean', default: true } },
         },
         defaults: {
           type: 'object',
           additionalProperties: false,
           required: ['enabled', 'managedBy', 'requests', 'podTemplates'],
-          default: {},
+          default: filledIn<Admission['defaults']>(),
           properties: {
             enabled: { type: 'boolean', default: true },
             managedBy: { type: 'string', default: 'annex' },
@@ -105,7 +109,7 @@ export const configSchema: JSONSchemaType<Config> = {
               type: 'object',
               additionalProperties: false,
               required: ['cpu', 'memory'],
-              default: {},
+              default: filledIn<Admission['defaults']['requests']>(),
               properties: {
                 cpu: { type: 'string', default: '100m' },
                 memory: { type: 'string', default: '128Mi' },

@@ -3,6 +3,7 @@
 import { ConfigError, type Config } from '../config/load.js';
 import type { Logger } from '../log.js';
 import { ensureCertificates, loadServingMaterial, watchServingMaterial } from '../certs/index.js';
+import { admission } from '../admission/index.js';
 import { createApp } from './app.js';
 import { listen, type Listening } from './listen.js';
 
@@ -34,7 +35,11 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
     throw new ConfigError(`cannot load TLS material: ${(e as Error).message}`);
   }
 
-  const app = createApp({ log, isReady: () => true, features: [] });
+  const app = createApp({
+    log,
+    isReady: () => true,
+    features: [admission(config.admission, log)],
+  });
   let listening: Listening;
   try {
     listening = await listen(app, { ...config.server, tls: material });

@@ -1,0 +1,191 @@
+// Fields the API server sets on create that are not defaults (strategy PrepareForCreate,
+// BeforeCreate, registry allocation), for rendering a `--dry-run=server` result offline.
+// Cluster-specific values annex cannot know (allocated clusterIP/nodePorts, resourceVersion,
+// managedFields, which kubectl hides anyway) are left out.
+import { randomUUID } from 'node:crypto';
+import { quantityValue } from './quantity.js';
+import { child, isObject, isUnset, maybeChild, objectsIn, setDefault } from './util.js';
+import type { JsonObject } from './util.js';
+
+export interface ServerFieldsOptions {
+  /** creationTimestamp; default now. */
+  now?: Date;
+  /** metadata.uid; default a random UUID; `false` leaves it out. */
+  uid?: string | false;
+  /** Namespace for namespaced kinds without one; default `default`. */
+  namespace?: string;
+}
+
+const clusterScoped = new Set([
+  '/Namespace',
+  '/Node',
+  '/PersistentVolume',
+  '/ComponentStatus',
+  'rbac.authorization.k8s.io/ClusterRole',
+  'rbac.authorization.k8s.io/ClusterRoleBinding',
+  'storage.k8s.io/StorageClass',
+  'storage.k8s.io/CSIDriver',
+  'storage.k8s.io/CSINode',
+  'storage.k8s.io/VolumeAttachment',
+  'scheduling.k8s.io/PriorityClass',
+  'node.k8s.io/RuntimeClass',
+  'networking.k8s.io/IngressClass',
+  'admissionregistration.k8s.io/ValidatingWebhookConfiguration',
+  'admissionregistration.k8s.io/MutatingWebhookConfiguration',
+  'admissionregistration.k8s.io/ValidatingAdmissionPolicy',
+  'admissionregistration.k8s.io/ValidatingAdmissionPolicyBinding',
+  'apiextensions.k8s.io/CustomResourceDefinition',
+  'apiregistration.k8s.io/APIService',
+  'certificates.k8s.io/CertificateSigningRequest',
+]);
+
+/** Whether objects of this apiVersion/kind live outside namespaces (unknown kinds: namespaced). */
+export function isClusterScoped(apiVersion: string, kind: string): boolean {
+  const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
+  return clusterScoped.has(`${group}/${kind}`);
+}
+
+/** Kinds whose strategy sets `metadata.generation: 1` (custom resources do too). */
+const withGeneration = new Set([
+  '/Pod',
+  '/ReplicationController',
+  'apps/Deployment',
+  'apps/ReplicaSet',
+  'apps/StatefulSet',
+  'apps/DaemonSet',
+  'batch/Job',
+  'batch/CronJob',
+]);
+
+/** Groups served by kube-apiserver itself; any other group is assumed to be a CRD. */
+const builtinGroups = new Set([
+  '',
+  'apps',
+  'batch',
+  'autoscaling',
+  'policy',
+  'networking.k8s.io',
+  'discovery.k8s.io',
+  'rbac.authorization.k8s.io',
+  'storage.k8s.io',
+  'scheduling.k8s.io',
+  'node.k8s.io',
+  'coordination.k8s.io',
+  'events.k8s.io',
+  'certificates.k8s.io',
+  'admissionregistration.k8s.io',
+  'apiextensions.k8s.io',
+  'apiregistration.k8s.io',
+  'flowcontrol.apiserver.k8s.io',
+  'resource.k8s.io',
+]);
+
+/** Go's metav1.Time in RFC 3339, seconds precision. */
+function rfc3339(d: Date): string {
+  return `${d.toISOString().slice(0, 19)}Z`;
+}
+
+/** GetPodQOS: BestEffort without cpu/memory requests or limits, Guaranteed when all equal. */
+export function podQosClass(spec: JsonObject): 'BestEffort' | 'Burstable' | 'Guaranteed' {
+  let any = false;
+  let guaranteed = true;
+  for (const list of ['initContainers', 'containers']) {
+    for (const container of objectsIn(spec, list)) {
+      const resources = maybeChild(container, 'resources') ?? {};
+      const requests = maybeChild(resources, 'requests') ?? {};
+      const limits = maybeChild(resources, 'limits') ?? {};
+      for (const r of ['cpu', 'memory']) {
+        const req = quantityValue(requests[r]);
+        const lim = quantityValue(limits[r]);
+        if ((req ?? 0) !== 0 || (lim ?? 0) !== 0) any = true;
+        if (lim === undefined || lim === 0 || (req !== undefined && req !== lim)) {
+          guaranteed = false;
+        }
+      }
+    }
+  }
+  if (!any) return 'BestEffort';
+  return guaranteed ? 'Guaranteed' : 'Burstable';
+}
+
+function jobSelector(obj: JsonObject, uid: string): void {
+  const spec = child(obj, 'spec');
+  if (spec.manualSelector === true) return;
+  const name = maybeChild(obj, 'metadata')?.name;
+  const labels = child(child(child(spec, 'template'), 'metadata'), 'labels');
+  labels['batch.kubernetes.io/controller-uid'] = uid;
+  if (typeof name === 'string') labels['batch.kubernetes.io/job-name'] = name;
+  labels['controller-uid'] = uid;
+  if (typeof name === 'string') labels['job-name'] = name;
+  if (!isObject(spec.selector)) {
+    spec.selector = { matchLabels: { 'batch.kubernetes.io/controller-uid': uid } };
+  }
+}
+
+function serviceFields(obj: JsonObject): void {
+  const spec = child(obj, 'spec');
+  if (spec.type !== 'ExternalName') {
+    if (typeof spec.clusterIP === 'string' && spec.clusterIP !== '') {
+      setDefault(spec, 'clusterIPs', [spec.clusterIP]);
+    }
+    setDefault(spec, 'ipFamilies', ['IPv4']);
+    setDefault(spec, 'ipFamilyPolicy', 'SingleStack');
+  }
+  child(child(obj, 'status'), 'loadBalancer');
+}
+
+/** Per kind: status and other fields the registry fills in on create. */
+const statusOf: Record<string, (obj: JsonObject) => void> = {
+  '/Pod': (obj) => {
+    const status = child(obj, 'status');
+    setDefault(status, 'phase', 'Pending');
+    setDefault(status, 'qosClass', podQosClass(child(obj, 'spec')));
+  },
+  '/Namespace': (obj) => {
+    setDefault(child(obj, 'spec'), 'finalizers', ['kubernetes']);
+    setDefault(child(obj, 'status'), 'phase', 'Active');
+  },
+  '/Service': serviceFields,
+  '/ReplicationController': (obj) => setDefault(child(obj, 'status'), 'replicas', 0),
+  'apps/ReplicaSet': (obj) => setDefault(child(obj, 'status'), 'replicas', 0),
+  'apps/StatefulSet': (obj) => {
+    const status = child(obj, 'status');
+    setDefault(status, 'availableReplicas', 0);
+    setDefault(status, 'replicas', 0);
+  },
+  'apps/DaemonSet': (obj) => {
+    const status = child(obj, 'status');
+    for (const k of [
+      'currentNumberScheduled',
+      'desiredNumberScheduled',
+      'numberMisscheduled',
+      'numberReady',
+    ]) {
+      setDefault(status, k, 0);
+    }
+  },
+  // Their status structs are all-omitempty: they print as `status: {}`.
+  'apps/Deployment': (obj) => void child(obj, 'status'),
+  'batch/Job': (obj) => void child(obj, 'status'),
+  'batch/CronJob': (obj) => void child(obj, 'status'),
+};
+
+/** Add the fields a create's response carries beyond defaults. Pure. */
+export function applyServerFields<T>(obj: T, options: ServerFieldsOptions = {}): T {
+  const out = structuredClone(obj);
+  if (!isObject(out)) return out;
+  const apiVersion = typeof out.apiVersion === 'string' ? out.apiVersion : '';
+  const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
+  const key = `${group}/${String(out.kind)}`;
+  const meta = child(out, 'metadata');
+  meta.creationTimestamp = rfc3339(options.now ?? new Date());
+  const uid = options.uid === undefined ? randomUUID() : options.uid;
+  if (uid !== false) meta.uid = uid;
+  if (withGeneration.has(key) || !builtinGroups.has(group)) meta.generation = 1;
+  if (!clusterScoped.has(key) && isUnset(meta.namespace)) {
+    meta.namespace = options.namespace ?? 'default';
+  }
+  if (key === 'batch/Job' && uid !== false) jobSelector(out, uid);
+  statusOf[key]?.(out);
+  return out;
+}

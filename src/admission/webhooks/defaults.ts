@@ -1,0 +1,96 @@
+// Mutating webhook "defaults".
+// - Built-in kinds already carry the API server's defaults when they reach a webhook,
+//   so for them annex adds only organisation defaults: container resource requests and
+//   app.kubernetes.io/managed-by, each where absent and each configurable.
+// - Custom resources get no built-in defaulting, so annex applies the API server's own
+//   pod-template defaults to every pod template embedded in them (then the same
+//   organisation defaults), making a CR's template look like a Deployment's.
+import type { KubeObject } from '../../apiserver/types.js';
+import type { Config } from '../../config/load.js';
+import { defaultPodTemplateSpec } from '../defaults/index.js';
+import type { AdmissionRequest } from '../review.js';
+import { allow, type Verdict, type Webhook } from '../verdict.js';
+import { podSpecOf } from './pod-specs.js';
+
+export const MANAGED_BY = 'app.kubernetes.io/managed-by';
+const BUILT_IN_GROUPS = new Set(['', 'apps', 'batch']);
+
+type Settings = Config['admission']['defaults'];
+type Obj = Record<string, unknown>;
+
+const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function defaultsWebhook(settings: Settings): Webhook {
+  return { name: 'defaults', type: 'mutating', admit: (req) => applyAnnexDefaults(req, settings) };
+}
+
+export function applyAnnexDefaults(req: AdmissionRequest, s: Settings): Verdict {
+  if (!req.object || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) return allow();
+  const obj = structuredClone(req.object) as KubeObject;
+  const { group, kind } = req.kind;
+
+  const podSpecs: Obj[] = [];
+  if (BUILT_IN_GROUPS.has(group)) {
+    const at = podSpecOf(obj, group, kind);
+    if (at) podSpecs.push(at.spec);
+  } else if (s.podTemplates) {
+    for (const t of replacePodTemplates(obj)) podSpecs.push(t.spec as Obj);
+  }
+
+  if (req.operation === 'CREATE' && s.managedBy) {
+    const labels = (obj.metadata.labels ??= {});
+    if (labels[MANAGED_BY] === undefined) labels[MANAGED_BY] = s.managedBy;
+  }
+  for (const spec of podSpecs) addRequests(spec, s.requests);
+  return { allowed: true, object: obj };
+}
+
+/** Container requests where a container sets none for that resource. */
+function addRequests(spec: Obj, requests: Settings['requests']): void {
+  for (const list of ['containers', 'initContainers']) {
+    const containers = spec[list];
+    if (!Array.isArray(containers)) continue;
+    for (const c of containers) {
+      if (!isObject(c)) continue;
+      const resources: Obj = isObject(c.resources) ? c.resources : {};
+      const req = isObject(resources.requests) ? resources.requests : {};
+      // Kubernetes copies limits into missing requests; an explicit limit wins over ours.
+      const limits = isObject(resources.limits) ? resources.limits : {};
+      let changed = false;
+      for (const [name, value] of Object.entries(requests)) {
+        if (value && req[name] === undefined && limits[name] === undefined) {
+          req[name] = value;
+          changed = true;
+        }
+      }
+      if (changed) c.resources = { ...resources, requests: req };
+    }
+  }
+}
+
+/**
+ * Finds every pod template ({metadata?, spec: {containers: [...]}} under a `template`
+ * key) in a custom resource, replaces it with its defaulted copy, and returns them.
+ */
+function replacePodTemplates(node: unknown, depth = 0): Obj[] {
+  if (depth > 12 || (!isObject(node) && !Array.isArray(node))) return [];
+  const found: Obj[] = [];
+  const entries: [string | number, unknown][] = Array.isArray(node)
+    ? node.map((v, i) => [i, v])
+    : Object.entries(node);
+  for (const [key, value] of entries) {
+    if (
+      key === 'template' &&
+      isObject(value) &&
+      isObject(value.spec) &&
+      Array.isArray(value.spec.containers)
+    ) {
+      const defaulted = defaultPodTemplateSpec(value);
+      (node as Obj)[key] = defaulted;
+      found.push(defaulted);
+    } else {
+      found.push(...replacePodTemplates(value, depth + 1));
+    }
+  }
+  return found;
+}

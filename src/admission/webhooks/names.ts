@@ -1,0 +1,64 @@
+// Validating webhook "names": rules stricter than Kubernetes' own, with its messages.
+// - Workload names become Pod names, hostnames and label values, so they must be
+//   DNS-1123 labels (the API server only warns for most of them).
+// - Names referenced from a pod spec must satisfy the rule of the kind they name, so a
+//   typo is refused at once instead of leaving a Pod stuck in ContainerCreating.
+import {
+  fieldErrorBody,
+  podSpecReferences,
+  ruleForReference,
+  validateName,
+} from '../names/index.js';
+import type { AdmissionRequest } from '../review.js';
+import { allow, denyInvalid, type Verdict, type Webhook } from '../verdict.js';
+import { podSpecOf, valuesAt } from './pod-specs.js';
+
+/** Kinds whose name must be a DNS-1123 label (Service's own rule, DNS-1035, is stricter still). */
+export const LABEL_NAMED_KINDS = new Set([
+  '/Pod',
+  '/Service',
+  'apps/Deployment',
+  'apps/StatefulSet',
+  'apps/DaemonSet',
+  'apps/ReplicaSet',
+  'batch/Job',
+  'batch/CronJob',
+]);
+
+type Cause = { field: string; message: string };
+
+export function namesWebhook(): Webhook {
+  return { name: 'names', type: 'validating', admit: checkNames };
+}
+
+export function checkNames(req: AdmissionRequest): Verdict {
+  const obj = req.object;
+  if (!obj || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) return allow();
+  const { group, kind } = req.kind;
+  // Validating webhooks see the generated name in request.name (generateName is resolved by then).
+  const name = req.name || obj.metadata?.name || '';
+  const causes: Cause[] = [];
+
+  // A name cannot change after creation: checking it on UPDATE would only lock old objects.
+  if (req.operation === 'CREATE' && LABEL_NAMED_KINDS.has(`${group}/${kind}`)) {
+    for (const detail of validateName('dns1123-label', name)) {
+      causes.push({
+        field: 'metadata.name',
+        message: fieldErrorBody('Invalid value', name, detail),
+      });
+    }
+  }
+
+  const at = podSpecOf(obj, group, kind);
+  if (at) {
+    for (const ref of podSpecReferences) {
+      for (const { field, value } of valuesAt(at.spec, at.path, ref.path)) {
+        if (typeof value !== 'string' || value === '') continue;
+        for (const detail of validateName(ruleForReference(ref), value)) {
+          causes.push({ field, message: fieldErrorBody('Invalid value', value, detail) });
+        }
+      }
+    }
+  }
+  return causes.length ? denyInvalid(req, name, causes) : allow();
+}

@@ -1,0 +1,59 @@
+// Where a PodSpec lives inside the built-in kinds, and how Kubernetes names its fields.
+import type { KubeObject } from '../../apiserver/types.js';
+
+export interface PodSpecAt {
+  /** Field path as validation prints it: "spec", "spec.template.spec", ... */
+  path: string;
+  spec: Record<string, unknown>;
+}
+
+const TEMPLATE = ['spec', 'template', 'spec'];
+const SPEC_PATHS: Record<string, string[]> = {
+  '/Pod': ['spec'],
+  '/PodTemplate': ['template', 'spec'],
+  '/ReplicationController': TEMPLATE,
+  'apps/Deployment': TEMPLATE,
+  'apps/StatefulSet': TEMPLATE,
+  'apps/DaemonSet': TEMPLATE,
+  'apps/ReplicaSet': TEMPLATE,
+  'batch/Job': TEMPLATE,
+  'batch/CronJob': ['spec', 'jobTemplate', 'spec', 'template', 'spec'],
+};
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+export function podSpecOf(obj: KubeObject, group: string, kind: string): PodSpecAt | undefined {
+  const path = SPEC_PATHS[`${group}/${kind}`];
+  if (!path) return undefined;
+  let cur: unknown = obj;
+  for (const k of path) cur = isObject(cur) ? cur[k] : undefined;
+  return isObject(cur) ? { path: path.join('.'), spec: cur } : undefined;
+}
+
+/**
+ * Every value at a reference path like `volumes[].configMap.name` under `base`, with the
+ * concrete field path Kubernetes would print (`spec.volumes[0].configMap.name`).
+ */
+export function valuesAt(
+  base: unknown,
+  basePath: string,
+  refPath: string,
+): { field: string; value: unknown }[] {
+  let found: { field: string; value: unknown }[] = [{ field: basePath, value: base }];
+  for (const seg of refPath.split('.')) {
+    const list = seg.endsWith('[]');
+    const key = list ? seg.slice(0, -2) : seg;
+    const next: { field: string; value: unknown }[] = [];
+    for (const f of found) {
+      if (!isObject(f.value) || f.value[key] === undefined) continue;
+      const v = f.value[key];
+      const field = `${f.field}.${key}`;
+      if (!list) next.push({ field, value: v });
+      else if (Array.isArray(v))
+        v.forEach((item, i) => next.push({ field: `${field}[${i}]`, value: item }));
+    }
+    found = next;
+  }
+  return found;
+}
