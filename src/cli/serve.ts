@@ -13,22 +13,30 @@ export function register(program: Command): void {
     .option('--port <port>', 'port to listen on', (v) => parsePort(v))
     .option('--certs <dir>', 'folder with ca.crt, tls.crt, tls.key')
     .option('--kubeconfig <file>', 'kubeconfig for the API server annex extends')
-    .action(async (o: { config?: string; host?: string; port?: number; certs?: string; kubeconfig?: string }) => {
-      const overrides: ConfigOverrides = {
-        server: { ...(o.host ? { host: o.host } : {}), ...(o.port ? { port: o.port } : {}) },
-        tls: o.certs ? { dir: o.certs } : {},
-        kube: o.kubeconfig ? { kubeconfig: o.kubeconfig } : {},
-      };
-      const config = loadConfig({ file: o.config, overrides });
-      const log = createLogger(config.log.level);
-      const annex = await startAnnex(config, log);
-      const stop = () => {
-        log.info('shutting down');
-        void annex.close().then(() => process.exit(0));
-      };
-      process.once('SIGINT', stop);
-      process.once('SIGTERM', stop);
-    });
+    .action(
+      async (o: {
+        config?: string;
+        host?: string;
+        port?: number;
+        certs?: string;
+        kubeconfig?: string;
+      }) => {
+        const overrides: ConfigOverrides = {
+          server: { ...(o.host ? { host: o.host } : {}), ...(o.port ? { port: o.port } : {}) },
+          tls: o.certs ? { dir: o.certs } : {},
+          kube: o.kubeconfig ? { kubeconfig: o.kubeconfig } : {},
+        };
+        const config = loadConfig({ file: o.config, overrides });
+        const log = createLogger(config.log.level);
+        const annex = await startAnnex(config, log);
+        const stop = () => {
+          log.info('shutting down');
+          void annex.close().then(() => process.exit(0));
+        };
+        process.once('SIGINT', stop);
+        process.once('SIGTERM', stop);
+      },
+    );
 }
 
 function parsePort(v: string): number {

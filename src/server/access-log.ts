@@ -11,7 +11,13 @@ export function accessLog(log: Logger): Koa.Middleware {
     } finally {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       log.debug(
-        { method: ctx.method, path: ctx.path, code: ctx.status, ms: Math.round(ms * 10) / 10, proto: ctx.req.httpVersion },
+        {
+          method: ctx.method,
+          path: ctx.path,
+          code: ctx.status,
+          ms: Math.round(ms * 10) / 10,
+          proto: ctx.req.httpVersion,
+        },
         'request',
       );
     }

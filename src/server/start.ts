@@ -25,7 +25,10 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
       ipAddresses: tls.ipAddresses,
     });
     if (r.issuedCa || r.issuedLeaf) {
-      log.info({ dir: tls.dir, issuedCa: r.issuedCa, issuedLeaf: r.issuedLeaf }, 'generated certificates');
+      log.info(
+        { dir: tls.dir, issuedCa: r.issuedCa, issuedLeaf: r.issuedLeaf },
+        'generated certificates',
+      );
     }
   }
   let material;
@@ -58,7 +61,11 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
       listening.updateTls(m);
       log.info({ dir: tls.dir }, 'reloaded serving certificate');
     },
-    (err) => log.error({ dir: tls.dir, error: err.message }, 'ignored invalid certificate update; still serving the previous one'),
+    (err) =>
+      log.error(
+        { dir: tls.dir, error: err.message },
+        'ignored invalid certificate update; still serving the previous one',
+      ),
   );
   log.info({ url: listening.url }, 'annex is serving');
   return {

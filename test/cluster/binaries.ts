@@ -21,8 +21,12 @@ export type BinariesResult = { binDir: string } | { missing: string };
 
 /** Runs build.sh (instant when cached); its progress lines go to our stderr. */
 export function ensureBinaries(): BinariesResult {
-  const r = spawnSync('bash', [join(here, 'build.sh')], { stdio: ['ignore', 'pipe', 'inherit'], encoding: 'utf8' });
+  const r = spawnSync('bash', [join(here, 'build.sh')], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  });
   if (r.status === 0) return { binDir: r.stdout.trim().split('\n').pop()! };
-  if (r.status === 3) return { missing: 'Go is not installed (needed once to build kube-apiserver and etcd)' };
+  if (r.status === 3)
+    return { missing: 'Go is not installed (needed once to build kube-apiserver and etcd)' };
   return { missing: `test/cluster/build.sh failed with exit code ${r.status}` };
 }

@@ -58,45 +58,77 @@ export class ControlPlane {
     const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
 
     this.spawn('etcd', [
-      '--name=annex-test', `--data-dir=${p('etcd')}`,
-      `--listen-client-urls=http://127.0.0.1:${etcdPort}`, `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
-      `--listen-peer-urls=http://127.0.0.1:${peerPort}`, `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+      '--name=annex-test',
+      `--data-dir=${p('etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
       `--initial-cluster=annex-test=http://127.0.0.1:${peerPort}`,
-      '--unsafe-no-fsync=true', '--log-level=warn',
+      '--unsafe-no-fsync=true',
+      '--log-level=warn',
     ]);
     const server = `https://127.0.0.1:${apiPort}`;
     this.spawn('kube-apiserver', [
       `--etcd-servers=http://127.0.0.1:${etcdPort}`,
-      '--bind-address=127.0.0.1', '--advertise-address=127.0.0.1', `--secure-port=${apiPort}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
       '--endpoint-reconciler-type=none', // loopback addresses may not be written to Endpoints
-      `--cert-dir=${p('pki')}`, `--tls-cert-file=${p('apiserver.crt')}`, `--tls-private-key-file=${p('apiserver.key')}`,
+      `--cert-dir=${p('pki')}`,
+      `--tls-cert-file=${p('apiserver.crt')}`,
+      `--tls-private-key-file=${p('apiserver.key')}`,
       `--client-ca-file=${pki.clientCa}`,
       '--authorization-mode=RBAC',
       `--service-account-issuer=https://kubernetes.default.svc`,
-      `--service-account-key-file=${p('sa.pub')}`, `--service-account-signing-key-file=${p('sa.key')}`,
-      '--service-cluster-ip-range=10.0.0.0/24', '--allow-privileged=true',
+      `--service-account-key-file=${p('sa.pub')}`,
+      `--service-account-signing-key-file=${p('sa.key')}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--allow-privileged=true',
       `--requestheader-client-ca-file=${pki.frontProxyCa}`,
       '--requestheader-allowed-names=front-proxy-client',
       '--requestheader-username-headers=X-Remote-User',
       '--requestheader-group-headers=X-Remote-Group',
       '--requestheader-extra-headers-prefix=X-Remote-Extra-',
-      `--proxy-client-cert-file=${p('front-proxy-client.crt')}`, `--proxy-client-key-file=${p('front-proxy-client.key')}`,
+      `--proxy-client-cert-file=${p('front-proxy-client.crt')}`,
+      `--proxy-client-key-file=${p('front-proxy-client.key')}`,
       '--profiling=false',
     ]);
 
     const adminKubeconfig = p('admin.kubeconfig');
     const userKubeconfig = p('user.kubeconfig');
-    writeKubeconfig(adminKubeconfig, { server, caFile: pki.servingCa, user: 'annex-admin', certFile: p('admin.crt'), keyFile: p('admin.key') });
-    writeKubeconfig(userKubeconfig, { server, caFile: pki.servingCa, user: 'jane', certFile: p('user.crt'), keyFile: p('user.key') });
+    writeKubeconfig(adminKubeconfig, {
+      server,
+      caFile: pki.servingCa,
+      user: 'annex-admin',
+      certFile: p('admin.crt'),
+      keyFile: p('admin.key'),
+    });
+    writeKubeconfig(userKubeconfig, {
+      server,
+      caFile: pki.servingCa,
+      user: 'jane',
+      certFile: p('user.crt'),
+      keyFile: p('user.key'),
+    });
 
     await this.waitReady(server, p('admin.crt'), p('admin.key'), pki.servingCa);
-    log(`control plane ready at ${server} in ${((Date.now() - t0) / 1000).toFixed(1)}s (kubernetes v${this.version})`);
+    log(
+      `control plane ready at ${server} in ${((Date.now() - t0) / 1000).toFixed(1)}s (kubernetes v${this.version})`,
+    );
     this.info = {
-      server, version: this.version, dir: this.dir, binDir: this.binDir,
+      server,
+      version: this.version,
+      dir: this.dir,
+      binDir: this.binDir,
       kubectl: join(this.binDir, 'kubectl'),
-      adminKubeconfig, userKubeconfig,
-      servingCaFile: pki.servingCa, clientCaFile: pki.clientCa, frontProxyCaFile: pki.frontProxyCa,
-      frontProxyClientCert: p('front-proxy-client.crt'), frontProxyClientKey: p('front-proxy-client.key'),
+      adminKubeconfig,
+      userKubeconfig,
+      servingCaFile: pki.servingCa,
+      clientCaFile: pki.clientCa,
+      frontProxyCaFile: pki.frontProxyCa,
+      frontProxyClientCert: p('front-proxy-client.crt'),
+      frontProxyClientKey: p('front-proxy-client.key'),
     };
     return this.info;
   }
@@ -105,7 +137,8 @@ export class ControlPlane {
     const out = openSync(join(this.dir, `${name}.log`), 'a');
     const child = spawn(join(this.binDir, name), args, { stdio: ['ignore', out, out] });
     child.once('exit', (code, signal) => {
-      if (!this.stopping) this.crashed = `${name} exited (${signal ?? code}); see ${join(this.dir, `${name}.log`)}`;
+      if (!this.stopping)
+        this.crashed = `${name} exited (${signal ?? code}); see ${join(this.dir, `${name}.log`)}`;
     });
     this.procs.push(child);
   }

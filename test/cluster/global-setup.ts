@@ -16,7 +16,8 @@ export default async function setup(project: TestProject) {
   const bins = ensureBinaries();
   if ('missing' in bins) {
     const why = `${bins.missing}. Install Go >= 1.26 to run them (the first build takes minutes and is cached in ~/.cache/annex/k8s).`;
-    if (required) throw new Error(`ANNEX_REQUIRE_CLUSTER=1 but the control plane cannot start: ${why}`);
+    if (required)
+      throw new Error(`ANNEX_REQUIRE_CLUSTER=1 but the control plane cannot start: ${why}`);
     console.error(`annex: skipping the real-cluster tests: ${why}`);
     project.provide('cluster', null);
     project.provide('clusterSkipReason', why);

@@ -2,7 +2,7 @@
 // raw HTTPS calls with a chosen identity, and unique namespaces.
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { request } from 'node:https';
+import { request, type Agent } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { inject, describe } from 'vitest';
 import { parse } from 'yaml';
@@ -37,15 +37,26 @@ function kubeconfigFor(c: ClusterInfo, as: Identity = 'admin'): string {
 }
 
 /** Runs the control plane's own kubectl (same version as the server). Never throws on exit code. */
-export function kubectl(args: string[], opts: { as?: Identity; input?: string; timeoutMs?: number } = {}): Promise<RunResult> {
+export function kubectl(
+  args: string[],
+  opts: { as?: Identity; input?: string; timeoutMs?: number } = {},
+): Promise<RunResult> {
   const c = cluster!;
   return new Promise((resolve) => {
     const child = execFile(
       c.kubectl,
       ['--kubeconfig', kubeconfigFor(c, opts.as), ...args],
-      { timeout: opts.timeoutMs ?? 60_000, maxBuffer: 64 << 20, env: { ...process.env, KUBECONFIG: '' } },
+      {
+        timeout: opts.timeoutMs ?? 60_000,
+        maxBuffer: 64 << 20,
+        env: { ...process.env, KUBECONFIG: '' },
+      },
       (err, stdout, stderr) => {
-        const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+        const code = err
+          ? typeof (err as { code?: unknown }).code === 'number'
+            ? (err as { code: number }).code
+            : 1
+          : 0;
         resolve({ code, stdout, stderr });
       },
     );
@@ -54,7 +65,10 @@ export function kubectl(args: string[], opts: { as?: Identity; input?: string; t
 }
 
 /** kubectl that must succeed; returns stdout. */
-export async function kubectlOk(args: string[], opts: { as?: Identity; input?: string } = {}): Promise<string> {
+export async function kubectlOk(
+  args: string[],
+  opts: { as?: Identity; input?: string } = {},
+): Promise<string> {
   const r = await kubectl(args, opts);
   if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
   return r.stdout;
@@ -79,7 +93,7 @@ export interface RawResponse {
 export function apiRequest(
   method: string,
   path: string,
-  opts: { as?: Identity; body?: unknown; headers?: Record<string, string> } = {},
+  opts: { as?: Identity; body?: unknown; headers?: Record<string, string>; agent?: Agent } = {},
 ): Promise<RawResponse> {
   const c = cluster!;
   const kc = parse(readFileSync(kubeconfigFor(c, opts.as), 'utf8'));
@@ -91,6 +105,7 @@ export function apiRequest(
       `${c.server}${path}`,
       {
         method,
+        ...(opts.agent ? { agent: opts.agent } : {}),
         ca: readFileSync(c.servingCaFile),
         cert: b64('client-certificate-data'),
         key: b64('client-key-data'),
@@ -105,7 +120,14 @@ export function apiRequest(
         let body = '';
         res.setEncoding('utf8');
         res.on('data', (d) => (body += d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body, json: () => JSON.parse(body) }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body,
+            json: () => JSON.parse(body),
+          }),
+        );
       },
     );
     req.on('error', reject);

@@ -3,21 +3,25 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { stringify } from 'yaml';
 const b64 = (file) => readFileSync(file).toString('base64');
 export function writeKubeconfig(file, o) {
-    const user = {};
-    if (o.certFile && o.keyFile) {
-        user['client-certificate-data'] = b64(o.certFile);
-        user['client-key-data'] = b64(o.keyFile);
-    }
-    if (o.token)
-        user.token = o.token;
-    const doc = {
-        apiVersion: 'v1',
-        kind: 'Config',
-        clusters: [{ name: 'annex-test', cluster: { server: o.server, 'certificate-authority-data': b64(o.caFile) } }],
-        users: [{ name: o.user, user }],
-        contexts: [{ name: o.user, context: { cluster: 'annex-test', user: o.user } }],
-        'current-context': o.user,
-    };
-    writeFileSync(file, stringify(doc), { mode: 0o600 });
+  const user = {};
+  if (o.certFile && o.keyFile) {
+    user['client-certificate-data'] = b64(o.certFile);
+    user['client-key-data'] = b64(o.keyFile);
+  }
+  if (o.token) user.token = o.token;
+  const doc = {
+    apiVersion: 'v1',
+    kind: 'Config',
+    clusters: [
+      {
+        name: 'annex-test',
+        cluster: { server: o.server, 'certificate-authority-data': b64(o.caFile) },
+      },
+    ],
+    users: [{ name: o.user, user }],
+    contexts: [{ name: o.user, context: { cluster: 'annex-test', user: o.user } }],
+    'current-context': o.user,
+  };
+  writeFileSync(file, stringify(doc), { mode: 0o600 });
 }
 //# sourceMappingURL=kubeconfig.js.map

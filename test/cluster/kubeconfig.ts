@@ -6,7 +6,14 @@ const b64 = (file: string) => readFileSync(file).toString('base64');
 
 export function writeKubeconfig(
   file: string,
-  o: { server: string; caFile: string; user: string; certFile?: string; keyFile?: string; token?: string },
+  o: {
+    server: string;
+    caFile: string;
+    user: string;
+    certFile?: string;
+    keyFile?: string;
+    token?: string;
+  },
 ): void {
   const user: Record<string, string> = {};
   if (o.certFile && o.keyFile) {
@@ -17,7 +24,12 @@ export function writeKubeconfig(
   const doc = {
     apiVersion: 'v1',
     kind: 'Config',
-    clusters: [{ name: 'annex-test', cluster: { server: o.server, 'certificate-authority-data': b64(o.caFile) } }],
+    clusters: [
+      {
+        name: 'annex-test',
+        cluster: { server: o.server, 'certificate-authority-data': b64(o.caFile) },
+      },
+    ],
     users: [{ name: o.user, user }],
     contexts: [{ name: o.user, context: { cluster: 'annex-test', user: o.user } }],
     'current-context': o.user,

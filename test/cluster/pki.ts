@@ -13,8 +13,23 @@ const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes
 
 function ca(dir: string, name: string, cn: string): void {
   openssl(
-    ['req', '-x509', ...EC, '-keyout', `${name}.key`, '-out', `${name}.crt`, '-days', '2', '-subj', `/CN=${cn}`,
-      '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign'],
+    [
+      'req',
+      '-x509',
+      ...EC,
+      '-keyout',
+      `${name}.key`,
+      '-out',
+      `${name}.crt`,
+      '-days',
+      '2',
+      '-subj',
+      `/CN=${cn}`,
+      '-addext',
+      'basicConstraints=critical,CA:TRUE',
+      '-addext',
+      'keyUsage=critical,keyCertSign,cRLSign',
+    ],
     dir,
   );
 }
@@ -22,10 +37,28 @@ function ca(dir: string, name: string, cn: string): void {
 function leaf(dir: string, name: string, signer: string, subject: string, ext: string[]): void {
   const extFile = join(dir, `${name}.ext`);
   writeFileSync(extFile, ext.join('\n') + '\n');
-  openssl(['req', '-new', ...EC, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject], dir);
   openssl(
-    ['x509', '-req', '-in', `${name}.csr`, '-CA', `${signer}.crt`, '-CAkey', `${signer}.key`,
-      '-CAcreateserial', '-days', '2', '-out', `${name}.crt`, '-extfile', extFile],
+    ['req', '-new', ...EC, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject],
+    dir,
+  );
+  openssl(
+    [
+      'x509',
+      '-req',
+      '-in',
+      `${name}.csr`,
+      '-CA',
+      `${signer}.crt`,
+      '-CAkey',
+      `${signer}.key`,
+      '-CAcreateserial',
+      '-days',
+      '2',
+      '-out',
+      `${name}.crt`,
+      '-extfile',
+      extFile,
+    ],
     dir,
   );
 }
@@ -51,7 +84,10 @@ export function makePki(dir: string): Pki {
   leaf(dir, 'admin', 'client-ca', '/O=system:masters/CN=annex-admin', CLIENT);
   leaf(dir, 'user', 'client-ca', '/CN=jane', CLIENT);
   leaf(dir, 'front-proxy-client', 'front-proxy-ca', '/CN=front-proxy-client', CLIENT);
-  openssl(['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'sa.key'], dir);
+  openssl(
+    ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'sa.key'],
+    dir,
+  );
   openssl(['pkey', '-in', 'sa.key', '-pubout', '-out', 'sa.pub'], dir);
   return {
     dir,

@@ -1,7 +1,13 @@
 // The seed chapter's first scenes, replayed against the real control plane: proof that
 // what the other tests talk to is a real kube-apiserver with RBAC and validation.
 import { beforeAll, expect, it } from 'vitest';
-import { apiRequest, createNamespace, describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
+import {
+  apiRequest,
+  createNamespace,
+  describeCluster,
+  kubectl,
+  kubectlOk,
+} from '../cluster/harness.js';
 
 describeCluster('a real kube-apiserver + etcd', (c) => {
   let ns: string;
@@ -17,15 +23,34 @@ describeCluster('a real kube-apiserver + etcd', (c) => {
 
   it('creates a ConfigMap, and a second create is 409 AlreadyExists', async () => {
     await kubectlOk(['-n', ns, 'create', 'configmap', 'reglages', '--from-literal=couleur=bleu']);
-    const again = await kubectl(['-n', ns, 'create', 'configmap', 'reglages', '--from-literal=couleur=bleu']);
+    const again = await kubectl([
+      '-n',
+      ns,
+      'create',
+      'configmap',
+      'reglages',
+      '--from-literal=couleur=bleu',
+    ]);
     expect(again.code).not.toBe(0);
-    expect(again.stderr.trim()).toBe('Error from server (AlreadyExists): configmaps "reglages" already exists');
+    expect(again.stderr.trim()).toBe(
+      'Error from server (AlreadyExists): configmaps "reglages" already exists',
+    );
 
     const raw = await apiRequest('POST', `/api/v1/namespaces/${ns}/configmaps`, {
-      body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'reglages' }, data: { couleur: 'bleu' } },
+      body: {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'reglages' },
+        data: { couleur: 'bleu' },
+      },
     });
     expect(raw.status).toBe(409);
-    expect(raw.json()).toMatchObject({ kind: 'Status', code: 409, reason: 'AlreadyExists', message: 'configmaps "reglages" already exists' });
+    expect(raw.json()).toMatchObject({
+      kind: 'Status',
+      code: 409,
+      reason: 'AlreadyExists',
+      message: 'configmaps "reglages" already exists',
+    });
   });
 
   it("rejects an invalid name with Kubernetes' own 422 message", async () => {
@@ -48,8 +73,19 @@ describeCluster('a real kube-apiserver + etcd', (c) => {
   });
 
   it('refuses a PUT with a stale resourceVersion: 409 Conflict', async () => {
-    const cm = JSON.parse(await kubectlOk(['-n', ns, 'get', 'configmap', 'reglages', '-o', 'json']));
-    await kubectlOk(['-n', ns, 'patch', 'configmap', 'reglages', '--type=merge', '-p', '{"data":{"couleur":"vert"}}']);
+    const cm = JSON.parse(
+      await kubectlOk(['-n', ns, 'get', 'configmap', 'reglages', '-o', 'json']),
+    );
+    await kubectlOk([
+      '-n',
+      ns,
+      'patch',
+      'configmap',
+      'reglages',
+      '--type=merge',
+      '-p',
+      '{"data":{"couleur":"vert"}}',
+    ]);
     const raw = await apiRequest('PUT', `/api/v1/namespaces/${ns}/configmaps/reglages`, {
       body: {
         apiVersion: 'v1',
@@ -68,7 +104,15 @@ describeCluster('a real kube-apiserver + etcd', (c) => {
 
   it('publishes the front-proxy settings extension API servers read', async () => {
     const cm = JSON.parse(
-      await kubectlOk(['-n', 'kube-system', 'get', 'configmap', 'extension-apiserver-authentication', '-o', 'json']),
+      await kubectlOk([
+        '-n',
+        'kube-system',
+        'get',
+        'configmap',
+        'extension-apiserver-authentication',
+        '-o',
+        'json',
+      ]),
     );
     expect(JSON.parse(cm.data['requestheader-allowed-names'])).toEqual(['front-proxy-client']);
     expect(cm.data['requestheader-client-ca-file']).toContain('BEGIN CERTIFICATE');

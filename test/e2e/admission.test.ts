@@ -1,0 +1,123 @@
+// annex's webhooks registered in a real kube-apiserver, from the repo's own YAML
+// (webhooks/), reached through the ExternalName Service annex.annex-system → localhost.
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import {
+  applyObjects,
+  deleteObjects,
+  ensureAnnexService,
+  pointAtTestAnnex,
+  repoManifest,
+  startTestAnnex,
+  type TestAnnex,
+} from '../cluster/annex.js';
+import { createNamespace, describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
+
+describeCluster('admission webhooks against the real API server', () => {
+  let annex: TestAnnex;
+  let ns: string;
+  let configs: any[];
+
+  beforeAll(async () => {
+    annex = await startTestAnnex();
+    await ensureAnnexService();
+    configs = pointAtTestAnnex(
+      [
+        ...repoManifest('webhooks/validating-names.yaml'),
+        ...repoManifest('webhooks/mutating-defaults.yaml'),
+      ],
+      annex.port,
+      annex.caBundle,
+    );
+    await applyObjects(configs);
+    ns = await createNamespace('adm');
+    // The API server picks up new webhook configurations asynchronously.
+    await waitForWebhook(ns);
+  });
+
+  afterAll(async () => {
+    if (configs) await deleteObjects(configs);
+    await annex?.stop();
+  });
+
+  it('denies a Deployment named web.front with the DNS-label message, as built-in validation prints it', async () => {
+    const r = await kubectl(['-n', ns, 'create', 'deployment', 'web.front', '--image=nginx:1.27']);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr.trim()).toBe(
+      'error: failed to create deployment: admission webhook "names.annex.dev" denied the request: Deployment.apps "web.front" is invalid: metadata.name: Invalid value: "web.front": must not contain dots',
+    );
+    const file = JSON.stringify({
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web.front' },
+      spec: {
+        selector: { matchLabels: { app: 'web' } },
+        template: {
+          metadata: { labels: { app: 'web' } },
+          spec: { containers: [{ name: 'web', image: 'nginx:1.27' }] },
+        },
+      },
+    });
+    const applied = await kubectl(['-n', ns, 'apply', '-f', '-'], { input: file });
+    expect(applied.code).not.toBe(0);
+    expect(applied.stderr.trim()).toBe(
+      'The Deployment "web.front" is invalid: metadata.name: Invalid value: "web.front": must not contain dots',
+    );
+  });
+
+  it("adds annex's defaults to a bare Pod in a server-side dry run", async () => {
+    const out = await kubectlOk([
+      '-n',
+      ns,
+      'run',
+      'nu',
+      '--image=nginx:1.27',
+      '--dry-run=server',
+      '-o',
+      'yaml',
+    ]);
+    const pod = parse(out);
+    expect(pod.metadata.labels).toMatchObject({
+      run: 'nu',
+      'app.kubernetes.io/managed-by': 'annex',
+    });
+    expect(pod.spec.containers[0].resources).toEqual({
+      requests: { cpu: '100m', memory: '128Mi' },
+    });
+    // Dry run: nothing was stored.
+    const get = await kubectl(['-n', ns, 'get', 'pod', 'nu']);
+    expect(get.stderr).toContain('NotFound');
+  });
+
+  it('never receives requests from kube-system', async () => {
+    const r = await kubectl([
+      '-n',
+      'kube-system',
+      'create',
+      'deployment',
+      'sys.tem',
+      '--image=nginx:1.27',
+      '--dry-run=server',
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain('deployment.apps/sys.tem created (server dry run)');
+  });
+});
+
+/** Retries a denied create until the API server has loaded the webhook configuration. */
+async function waitForWebhook(ns: string): Promise<void> {
+  for (let i = 0; i < 60; i++) {
+    const r = await kubectl([
+      '-n',
+      ns,
+      'create',
+      'deployment',
+      'probe.x',
+      '--image=x',
+      '--dry-run=server',
+    ]);
+    if (r.stderr.includes('names.annex.dev')) return;
+    await new Promise((res) => setTimeout(res, 250));
+  }
+  throw new Error('the API server never called annex');
+}
