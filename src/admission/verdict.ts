@@ -1,6 +1,7 @@
 // What a webhook decides, before it is put into an AdmissionReview response.
 import type { Status, StatusCause } from '../apiserver/status.js';
 import type { KubeObject } from '../apiserver/types.js';
+import { goQuote } from './names/index.js';
 import type { AdmissionRequest } from './review.js';
 
 export type Verdict =
@@ -40,7 +41,8 @@ export function denyInvalid(
       apiVersion: 'v1',
       metadata: {},
       status: 'Failure',
-      message: `${groupKind} "${name}" is invalid: ${list}`,
+      // apierrors.NewInvalid quotes the name with Go's %q.
+      message: `${groupKind} ${goQuote(name)} is invalid: ${list}`,
       reason: 'Invalid',
       details: {
         name,

@@ -14,6 +14,8 @@ export interface TableColumn {
   description: string;
   /** JSONPath (jsonpath-plus syntax) evaluated against the object; first match is the cell. */
   jsonPath: string;
+  /** Computes the cell instead of jsonPath, for values a path cannot express (sums). */
+  value?: (obj: KubeObject) => unknown;
   /** 0 = shown by default; higher = only with -o wide. */
   priority?: number;
 }
@@ -58,7 +60,11 @@ export interface GroupVersionDecl {
   resources: ResourceDecl[];
 }
 
-/** A consistent view of a resource at one resourceVersion. */
+/**
+ * A consistent view of a resource at one resourceVersion. Objects are never mutated once
+ * handed out (a change is a new object and a new resourceVersion): the framework pages
+ * old snapshots and caches each object's serialized form by identity.
+ */
 export interface Snapshot {
   resourceVersion: string;
   items: KubeObject[];

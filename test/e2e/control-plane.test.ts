@@ -33,7 +33,7 @@ describeCluster('a real kube-apiserver + etcd', (c) => {
     ]);
     expect(again.code).not.toBe(0);
     expect(again.stderr.trim()).toBe(
-      'Error from server (AlreadyExists): configmaps "reglages" already exists',
+      'error: failed to create configmap: configmaps "reglages" already exists',
     );
 
     const raw = await apiRequest('POST', `/api/v1/namespaces/${ns}/configmaps`, {

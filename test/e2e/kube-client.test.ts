@@ -1,6 +1,7 @@
 // annex's small Kubernetes client against the real kube-apiserver: kubeconfig credentials
 // (client certificate, token file), JSON round trips, every patch type, Status errors,
-// and a watch that lists, streams, and relists after 410.
+// and watches (list then stream, or resume from a version). The 410 → relist path needs a
+// compacted history, which a fresh etcd does not have: src/kube/client.test.ts covers it.
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -167,22 +168,23 @@ describeCluster('kube client', (c) => {
     }
   });
 
-  it('relists when the resourceVersion it starts from is too old (410)', async () => {
+  it('resumes from a given resourceVersion: only later changes arrive, no list', async () => {
+    const from = (await admin.list<ConfigMap>(cms())).metadata.resourceVersion!;
+    await admin.create(cms(), { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'later' } });
     const events: WatchEvent<ConfigMap>[] = [];
     const errors: Error[] = [];
     const stop = admin.watch<ConfigMap>(
       cms(),
-      { resourceVersion: '1' },
+      { resourceVersion: from },
       (e) => events.push(e),
       (e) => errors.push(e),
     );
     try {
-      await waitFor(() => events.some((e) => e.type === 'RELISTED'));
-      const relisted = events.find((e) => e.type === 'RELISTED');
-      expect(
-        relisted?.type === 'RELISTED' && relisted.items.map((i) => i.metadata.name).sort(),
-      ).toEqual(expect.arrayContaining(['one', 'two']));
-      expect(errors).toEqual([]); // 410 is a normal turn of a watch, not an error
+      await waitFor(() => events.length > 0);
+      expect(events.map((e) => e.type !== 'RELISTED' && [e.type, e.object.metadata.name])).toEqual([
+        ['ADDED', 'later'],
+      ]);
+      expect(errors).toEqual([]);
     } finally {
       stop();
     }

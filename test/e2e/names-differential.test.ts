@@ -2,7 +2,7 @@
 // verdict and the same message as the real API server's own validation.
 import { Agent } from 'node:https';
 import { expect, it } from 'vitest';
-import { validateObjectName } from '../../src/admission/names/index.js';
+import { goQuote, validateObjectName } from '../../src/admission/names/index.js';
 import { apiRequest, createNamespace, describeCluster } from '../cluster/harness.js';
 import { nameCorpus } from '../fixtures/name-corpus.js';
 
@@ -21,7 +21,7 @@ function annexVerdict(kind: string, name: string): string | null {
   const errors = validateObjectName('', kind, name);
   if (errors.length === 0) return null;
   const msgs = [...new Set(errors.map((e) => e.message))];
-  return `${kind} "${name}" is invalid: ${msgs.length === 1 ? msgs[0] : `[${msgs.join(', ')}]`}`;
+  return `${kind} ${goQuote(name)} is invalid: ${msgs.length === 1 ? msgs[0] : `[${msgs.join(', ')}]`}`;
 }
 
 describeCluster('name rules: annex vs the real API server', () => {

@@ -6,7 +6,7 @@ describe('ruleForKind', () => {
   it('maps the kinds named in the reference', () => {
     expect(ruleForKind('', 'ConfigMap').rule).toBe('dns1123-subdomain');
     expect(ruleForKind('', 'Namespace').rule).toBe('dns1123-label');
-    expect(ruleForKind('', 'Service').rule).toBe('dns1035-label');
+    expect(ruleForKind('', 'Service').rule).toBe('dns1123-label');
     expect(ruleForKind('apps', 'StatefulSet').rule).toBe('dns1123-label');
     expect(ruleForKind('apps', 'Deployment').rule).toBe('dns1123-subdomain');
     expect(ruleForKind('policy', 'PodDisruptionBudget').rule).toBe('path-segment');
@@ -54,7 +54,7 @@ describe('validateObjectName', () => {
     ]);
   });
   it('reports generateName at metadata.generateName', () => {
-    const errs = validateObjectName('', 'Service', '1web-', { prefix: true });
+    const errs = validateObjectName('', 'Service', 'Web-', { prefix: true });
     expect(errs.map((e) => e.field)).toEqual(['metadata.generateName']);
     expect(validateObjectName('', 'Service', 'web-', { prefix: true })).toEqual([]);
   });

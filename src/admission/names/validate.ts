@@ -27,10 +27,23 @@ export function validateObjectName(
   if (maxLength !== undefined && options.prefix !== true && Buffer.byteLength(name) > maxLength) {
     details.push(`must be no more than ${maxLength} characters`);
   }
-  return details.map((detail) => ({
+  const errors = details.map((detail) => ({
     field,
     value: name,
     detail,
     message: fieldErrorMessage(field, name, detail),
   }));
+  // The API server labels every Namespace kubernetes.io/metadata.name=<name> before it
+  // validates, so a bad namespace name is also a bad label value, reported at metadata.labels.
+  if (group === '' && kind === 'Namespace' && options.prefix !== true) {
+    for (const detail of validateName('label-value', name)) {
+      errors.push({
+        field: 'metadata.labels',
+        value: name,
+        detail,
+        message: fieldErrorMessage('metadata.labels', name, detail),
+      });
+    }
+  }
+  return errors;
 }

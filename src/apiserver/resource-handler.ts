@@ -1,0 +1,234 @@
+// get, list and watch for one declared resource, the generic endpoint code every
+// declaration shares (as k8s.io/apiserver's handlers serve every registry the same way).
+import type Koa from 'koa';
+import { servedVerbs } from './discovery.js';
+import { contentTypeOf, negotiate, TABLE_CONVERSIONS, type Conversion } from './negotiate.js';
+import { listRequestOf, page, snapshotFor, type SnapshotStore } from './paging.js';
+import type { RequestInfo } from './request-info.js';
+import { fieldMatcher, parseFieldSelector } from './selectors/field.js';
+import { parseLabelSelector } from './selectors/label.js';
+import { methodNotAllowed, methodNotAllowedPath, notFound, notFoundPath } from './status.js';
+import { includeObjectOf, toTable, type IncludeObject } from './table.js';
+import type { KubeObject, ResourceDecl } from './types.js';
+import { startWatch, WATCH_CONTENT_TYPE, watchParamsOf } from './watch.js';
+
+export interface ServedResource {
+  group: string;
+  version: string;
+  decl: ResourceDecl;
+  store: SnapshotStore;
+  /**
+   * Each object's JSON as served here, made once per object: snapshots are immutable and
+   * providers reuse unchanged objects, so a 10,000-item list is mostly a string join.
+   */
+  json: WeakMap<KubeObject, string>;
+}
+
+export interface ResourceHandlerOptions {
+  bookmarkIntervalMs: number;
+  minRequestTimeoutSeconds: number;
+  maxWatchBufferBytes: number;
+  now: () => Date;
+}
+
+const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
+
+export function sendJson(ctx: Koa.Context, body: unknown, contentType: string): void {
+  ctx.status = 200;
+  // Set before the body so Koa keeps our exact media type (no added charset).
+  ctx.set('Content-Type', contentType);
+  ctx.body = typeof body === 'string' ? body : JSON.stringify(body);
+}
+
+/** An object as served under this group/version (one provider may back several). */
+function stamp(o: KubeObject, r: ServedResource): KubeObject {
+  return { ...o, apiVersion: `${r.group}/${r.version}`, kind: r.decl.kind };
+}
+
+function objectJson(o: KubeObject, r: ServedResource): string {
+  let text = r.json.get(o);
+  if (text === undefined) {
+    text = JSON.stringify(stamp(o, r));
+    r.json.set(o, text);
+  }
+  return text;
+}
+
+/** Objects in the namespace (if any) matching both selectors; `filtered` if any selector is set. */
+function selection(info: RequestInfo, decl: ResourceDecl) {
+  const labels = parseLabelSelector(info.query.get('labelSelector') ?? '');
+  const fields = parseFieldSelector(info.query.get('fieldSelector') ?? '');
+  const byField = fieldMatcher(fields, decl.selectableFields);
+  const ns = info.namespace;
+  const match = (o: KubeObject) =>
+    (!ns || o.metadata.namespace === ns) && labels.matches(o.metadata.labels) && byField(o);
+  return { match, filtered: !labels.empty || !fields.empty };
+}
+
+function tableOptions(
+  conv: Conversion,
+  includeObject: IncludeObject,
+  r: ServedResource,
+  now: Date,
+) {
+  return { version: conv.version, includeObject, apiVersion: `${r.group}/${r.version}`, now };
+}
+
+async function get(
+  ctx: Koa.Context,
+  info: RequestInfo,
+  r: ServedResource,
+  opts: ResourceHandlerOptions,
+) {
+  const conv = negotiate(ctx.get('Accept'), TABLE_CONVERSIONS);
+  const includeObject = conv ? includeObjectOf(info.query) : 'Metadata';
+  const snap = await r.store.current();
+  const key = info.namespace ? `${info.namespace}/${info.name}` : info.name;
+  const i = binarySearch(snap.keys, key);
+  if (i < 0) throw notFound(r.decl.plural, r.group, info.name);
+  const o = snap.items[i]!;
+  if (conv) {
+    const meta = { resourceVersion: snap.resourceVersion };
+    sendJson(
+      ctx,
+      toTable(r.decl, [o], meta, tableOptions(conv, includeObject, r, opts.now())),
+      contentTypeOf(conv),
+    );
+  } else {
+    sendJson(ctx, objectJson(o, r), contentTypeOf(undefined));
+  }
+}
+
+function binarySearch(keys: string[], key: string): number {
+  let lo = 0;
+  let hi = keys.length - 1;
+  while (lo <= hi) {
+    const mid = (lo + hi) >>> 1;
+    const k = keys[mid]!;
+    if (k === key) return mid;
+    if (k < key) lo = mid + 1;
+    else hi = mid - 1;
+  }
+  return -1;
+}
+
+async function list(
+  ctx: Koa.Context,
+  info: RequestInfo,
+  r: ServedResource,
+  opts: ResourceHandlerOptions,
+) {
+  const conv = negotiate(ctx.get('Accept'), TABLE_CONVERSIONS);
+  const includeObject = conv ? includeObjectOf(info.query) : 'Metadata';
+  const { match, filtered } = selection(info, r.decl);
+  const req = listRequestOf(info.query);
+  const { snap, start } = await snapshotFor(r.store, req);
+  const prefix = info.namespace ? `${info.namespace}/` : '';
+  const p = page(snap, start, req.limit, match, filtered, prefix);
+  const meta = {
+    resourceVersion: p.resourceVersion,
+    ...(p.continue ? { continue: p.continue } : {}),
+    ...(p.remainingItemCount !== undefined ? { remainingItemCount: p.remainingItemCount } : {}),
+  };
+  if (conv) {
+    sendJson(
+      ctx,
+      toTable(r.decl, p.items, meta, tableOptions(conv, includeObject, r, opts.now())),
+      contentTypeOf(conv),
+    );
+    return;
+  }
+  const head = JSON.stringify({
+    kind: `${r.decl.kind}List`,
+    apiVersion: `${r.group}/${r.version}`,
+    metadata: meta,
+  });
+  // `items` is always an array, never null, even when empty.
+  const items = p.items.map((o) => objectJson(o, r)).join(',');
+  sendJson(ctx, `${head.slice(0, -1)},"items":[${items}]}`, contentTypeOf(undefined));
+}
+
+async function watch(
+  ctx: Koa.Context,
+  info: RequestInfo,
+  r: ServedResource,
+  opts: ResourceHandlerOptions,
+) {
+  const conv = negotiate(ctx.get('Accept'), TABLE_CONVERSIONS);
+  const includeObject = conv ? includeObjectOf(info.query) : 'Metadata';
+  const params = watchParamsOf(info.query);
+  const sel = selection(info, r.decl);
+  // The legacy /watch/<plural>/<name> form watches one object.
+  const pathName = info.parts.length >= 2 ? info.name : '';
+  const match = pathName
+    ? (o: KubeObject) => o.metadata.name === pathName && sel.match(o)
+    : sel.match;
+  const apiVersion = `${r.group}/${r.version}`;
+  const w = await startWatch({
+    store: r.store,
+    provider: r.decl.provider,
+    params,
+    match,
+    filtered: sel.filtered || pathName !== '',
+    encode: (o, first) =>
+      conv
+        ? toTable(
+            r.decl,
+            [o],
+            {},
+            { ...tableOptions(conv, includeObject, r, opts.now()), noHeaders: !first },
+          )
+        : stamp(o, r),
+    bookmark: (resourceVersion, annotations) =>
+      conv
+        ? {
+            kind: 'Table',
+            apiVersion: `meta.k8s.io/${conv.version}`,
+            metadata: { resourceVersion },
+            rows: [],
+          }
+        : {
+            kind: r.decl.kind,
+            apiVersion,
+            metadata: {
+              resourceVersion,
+              creationTimestamp: null,
+              ...(annotations ? { annotations } : {}),
+            },
+          },
+    bookmarkIntervalMs: opts.bookmarkIntervalMs,
+    minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
+    maxBufferedBytes: opts.maxWatchBufferBytes,
+  });
+  ctx.req.once('close', w.close);
+  ctx.res.once('close', w.close);
+  ctx.status = 200;
+  ctx.set('Content-Type', WATCH_CONTENT_TYPE);
+  ctx.set('Cache-Control', 'no-cache, private');
+  ctx.body = w.stream;
+  // Send the headers now: a client (client-go's Watch) waits for them before reading
+  // events, and a quiet resource may not produce one for minutes.
+  setImmediate(() => {
+    if (!ctx.res.headersSent && !ctx.res.writableEnded) ctx.res.flushHeaders();
+  });
+}
+
+/** Serves one resource request already matched to `r`. */
+export async function serveResource(
+  ctx: Koa.Context,
+  info: RequestInfo,
+  r: ServedResource,
+  opts: ResourceHandlerOptions,
+): Promise<void> {
+  if (WRITE_VERBS.has(info.verb) || (info.verb === '' && ctx.method !== 'GET')) {
+    throw methodNotAllowedPath();
+  }
+  if (info.subresource) throw notFoundPath();
+  if (!r.decl.namespaced && info.namespace) throw notFoundPath();
+  if (r.decl.namespaced && info.verb === 'get' && !info.namespace) throw notFoundPath();
+  const verbs: string[] = servedVerbs(r.decl);
+  if (!verbs.includes(info.verb)) throw methodNotAllowed(info.verb, r.decl.plural, r.group);
+  if (info.verb === 'get') return get(ctx, info, r, opts);
+  if (info.verb === 'list') return list(ctx, info, r, opts);
+  return watch(ctx, info, r, opts);
+}

@@ -1,0 +1,226 @@
+// The client's transport rules against a scripted HTTPS server on loopback: what the
+// real API server does not do on demand (410 mid-watch, a dropped stream, a slow or
+// non-Status answer).
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { KubeApiError, KubeClient, type WatchEvent } from './client.js';
+
+type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
+let handler: Handler = (_req, res) => res.end();
+let server: Server;
+let dir: string;
+let ca: Buffer;
+const seen: { method: string; url: string; auth?: string; type?: string; body: string }[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'annex-kube-'));
+  execFileSync(
+    'openssl',
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '1',
+      '-subj',
+      '/CN=localhost',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1',
+      '-keyout',
+      'k.pem',
+      '-out',
+      'c.pem',
+    ],
+    { cwd: dir, stdio: 'ignore' },
+  );
+  ca = readFileSync(join(dir, 'c.pem'));
+  server = createServer({ cert: ca, key: readFileSync(join(dir, 'k.pem')) }, (req, res) => {
+    let body = '';
+    req.on('data', (d) => (body += d));
+    req.on('end', () => {
+      seen.push({
+        method: req.method!,
+        url: req.url!,
+        auth: req.headers.authorization,
+        type: req.headers['content-type'],
+        body,
+      });
+      handler(req, res, new URL(req.url!, 'https://x'));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+}, 20_000);
+
+afterAll(async () => {
+  server.closeAllConnections();
+  await new Promise((r) => server.close(r));
+  rmSync(dir, { recursive: true, force: true });
+});
+
+function client(token?: () => string) {
+  const port = (server.address() as AddressInfo).port;
+  return new KubeClient({
+    server: `https://127.0.0.1:${port}`,
+    ca,
+    source: 'test',
+    ...(token ? { token } : {}),
+  });
+}
+
+const json = (res: ServerResponse, code: number, body: unknown) => {
+  res.writeHead(code, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+};
+
+describe('KubeClient.request', () => {
+  it('sends JSON, the bearer token, the patch content type and the apply query', async () => {
+    seen.length = 0;
+    handler = (_req, res) => json(res, 200, { ok: true });
+    const k = client(() => 'tok-1');
+    await k.patch('/api/v1/namespaces/a/configmaps/b', { data: {} }, 'apply', {
+      fieldManager: 'annex',
+      force: true,
+    });
+    await k.patch('/x', [{ op: 'remove', path: '/a' }], 'json');
+    expect(seen[0]).toMatchObject({
+      method: 'PATCH',
+      url: '/api/v1/namespaces/a/configmaps/b?fieldManager=annex&force=true',
+      auth: 'Bearer tok-1',
+      type: 'application/apply-patch+yaml',
+      body: '{"data":{}}',
+    });
+    expect(seen[1]).toMatchObject({ url: '/x', type: 'application/json-patch+json' });
+    expect(() => k.patch('/x', {}, 'apply')).toThrow('server-side apply needs a fieldManager');
+    k.close();
+  });
+
+  it('synthesizes a Status from a body that is not one (the aggregator 503)', async () => {
+    handler = (_req, res) => {
+      res.writeHead(503, { 'content-type': 'text/plain' });
+      res.end('service unavailable');
+    };
+    const k = client();
+    const err = (await k.get('/apis/x/v1').catch((e: unknown) => e)) as KubeApiError;
+    expect(err).toBeInstanceOf(KubeApiError);
+    expect(err.status).toMatchObject({ code: 503, reason: 'ServiceUnavailable' });
+    k.close();
+  });
+
+  it('gives up after timeoutMs', async () => {
+    handler = () => {}; // never answers
+    const k = client();
+    await expect(k.request('GET', '/slow', { timeoutMs: 200 })).rejects.toThrow(
+      'GET /slow: no answer within 200 ms',
+    );
+    k.close();
+  });
+});
+
+describe('KubeClient.watch', () => {
+  it('relists on 410, resumes from the last version after a clean end, and stops', async () => {
+    seen.length = 0;
+    let watches = 0;
+    handler = (_req, res, url) => {
+      const rv = url.searchParams.get('resourceVersion');
+      if (url.searchParams.get('watch') !== '1') {
+        return json(res, 200, {
+          metadata: { resourceVersion: '100' },
+          items: [{ metadata: { name: 'a', resourceVersion: '90' } }],
+        });
+      }
+      watches++;
+      res.writeHead(200, { 'content-type': 'application/json' });
+      if (rv === '5') {
+        // The history is compacted: an ERROR event carrying 410 Expired.
+        res.end(
+          JSON.stringify({
+            type: 'ERROR',
+            object: { kind: 'Status', code: 410, reason: 'Expired', message: 'too old' },
+          }) + '\n',
+        );
+      } else if (rv === '100') {
+        // Two events split across writes, then the server's timeout ends the stream.
+        const line = JSON.stringify({
+          type: 'ADDED',
+          object: { metadata: { name: 'b', resourceVersion: '101' } },
+        });
+        res.write(line.slice(0, 10));
+        setTimeout(() => {
+          res.write(line.slice(10) + '\n');
+          res.end(
+            JSON.stringify({ type: 'BOOKMARK', object: { metadata: { resourceVersion: '105' } } }) +
+              '\n',
+          );
+        }, 20);
+      } else if (rv === '105') {
+        res.write(
+          JSON.stringify({
+            type: 'DELETED',
+            object: { metadata: { name: 'b', resourceVersion: '106' } },
+          }) + '\n',
+        );
+      }
+    };
+    type Obj = { metadata: { name?: string } };
+    const events: WatchEvent<Obj>[] = [];
+    const errors: Error[] = [];
+    const k = client();
+    const stop = k.watch<Obj>(
+      '/api/v1/configmaps',
+      { resourceVersion: '5', query: { labelSelector: 'a=b' } },
+      (e) => events.push(e),
+      (e) => errors.push(e),
+    );
+    const deadline = Date.now() + 10_000;
+    while (!events.some((e) => e.type === 'DELETED') && Date.now() < deadline)
+      await new Promise((r) => setTimeout(r, 20));
+    stop();
+    expect(events.map((e) => e.type)).toEqual(['RELISTED', 'ADDED', 'BOOKMARK', 'DELETED']);
+    expect(events[0]).toMatchObject({
+      type: 'RELISTED',
+      resourceVersion: '100',
+      items: [{ metadata: { name: 'a' } }],
+    });
+    expect(errors).toEqual([]);
+    const requested = seen.map((s) => new URL(s.url, 'https://x').searchParams);
+    expect(requested.map((q) => q.get('resourceVersion'))).toEqual(['5', null, '100', '105']);
+    expect(requested.every((q) => q.get('labelSelector') === 'a=b')).toBe(true);
+    expect(watches).toBe(3);
+    k.close();
+  });
+
+  it('reports a failed watch and retries with backoff', async () => {
+    let calls = 0;
+    handler = (_req, res) => {
+      calls++;
+      json(res, 403, { kind: 'Status', code: 403, reason: 'Forbidden', message: 'nope' });
+    };
+    const errors: Error[] = [];
+    const k = client();
+    const stop = k.watch(
+      '/x',
+      { resourceVersion: '1', backoff: { initialMs: 30, maxMs: 60 } },
+      () => {},
+      (e) => errors.push(e),
+    );
+    const deadline = Date.now() + 5000;
+    while (errors.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    stop();
+    expect(errors.length).toBeGreaterThanOrEqual(3);
+    expect(errors[0]).toMatchObject({ code: 403, message: 'GET /x: 403 Forbidden: nope' });
+    const after = calls;
+    await new Promise((r) => setTimeout(r, 200));
+    expect(calls).toBe(after); // stopped means stopped
+    k.close();
+  });
+});

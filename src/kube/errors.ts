@@ -1,0 +1,78 @@
+// What a failed call to the kube-apiserver looks like to annex: the Status it answered
+// (or one synthesized, as client-go does, when the body was not a Status).
+
+/** A meta.k8s.io/v1 Status as the server sent it (or as synthesized from a non-Status body). */
+export interface KubeStatus {
+  kind?: string;
+  apiVersion?: string;
+  status?: string;
+  code: number;
+  reason: string;
+  message: string;
+  details?: {
+    name?: string;
+    group?: string;
+    kind?: string;
+    causes?: unknown[];
+    retryAfterSeconds?: number;
+  };
+}
+
+export class KubeApiError extends Error {
+  override name = 'KubeApiError';
+  constructor(
+    readonly method: string,
+    readonly path: string,
+    readonly status: KubeStatus,
+  ) {
+    super(`${method} ${path}: ${status.code} ${status.reason}: ${status.message}`);
+  }
+  get code(): number {
+    return this.status.code;
+  }
+  get reason(): string {
+    return this.status.reason;
+  }
+}
+
+// The reasons apimachinery assigns to a code when the body is not a Status.
+const REASON_BY_CODE: Record<number, string> = {
+  400: 'BadRequest',
+  401: 'Unauthorized',
+  403: 'Forbidden',
+  404: 'NotFound',
+  405: 'MethodNotAllowed',
+  406: 'NotAcceptable',
+  409: 'Conflict',
+  410: 'Gone',
+  415: 'UnsupportedMediaType',
+  422: 'Invalid',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+  504: 'Timeout',
+};
+
+export function statusFromBody(code: number, text: string): KubeStatus {
+  try {
+    const parsed = JSON.parse(text) as Partial<KubeStatus>;
+    if (parsed && parsed.kind === 'Status' && typeof parsed.message === 'string') {
+      return {
+        ...parsed,
+        code: parsed.code ?? code,
+        reason: parsed.reason ?? '',
+        message: parsed.message,
+      };
+    }
+  } catch {
+    // not JSON: fall through
+  }
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    status: 'Failure',
+    code,
+    reason: REASON_BY_CODE[code] ?? 'Unknown',
+    message: `the server responded with status ${code}`,
+  };
+}

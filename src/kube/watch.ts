@@ -1,0 +1,195 @@
+// A reflector in miniature: list (when there is no resourceVersion to start from), then
+// watch from the list's resourceVersion; on a clean end, resume from the last version
+// seen; on 410 Gone (history compacted), list again; on failure, back off and retry.
+import type { IncomingMessage } from 'node:http';
+import type { KubeClient, Query } from './client.js';
+import { KubeApiError, statusFromBody, type KubeStatus } from './errors.js';
+
+export type WatchEvent<T> =
+  | { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK'; object: T }
+  /** The full current state: replace whatever you hold (first list, or relist after 410). */
+  | { type: 'RELISTED'; items: T[]; resourceVersion: string };
+
+export interface WatchOptions {
+  /** Start after this version; without it the watch starts with a list (RELISTED). */
+  resourceVersion?: string;
+  /** labelSelector, fieldSelector… applied to both list and watch. */
+  query?: Query;
+  /** Server-side lifetime of one watch request (default: random 5–10 min, as client-go). */
+  timeoutSeconds?: number;
+  backoff?: { initialMs: number; maxMs: number };
+}
+
+class Expired extends Error {}
+
+function rvOf(o: unknown): string | undefined {
+  const rv = (o as { metadata?: { resourceVersion?: unknown } } | null)?.metadata?.resourceVersion;
+  return typeof rv === 'string' && rv !== '' ? rv : undefined;
+}
+
+export function startWatch<T>(
+  client: KubeClient,
+  path: string,
+  opts: WatchOptions,
+  onEvent: (e: WatchEvent<T>) => void,
+  onError: (err: Error) => void,
+): () => void {
+  const initialMs = opts.backoff?.initialMs ?? 1000;
+  const maxMs = opts.backoff?.maxMs ?? 30_000;
+  let rv = opts.resourceVersion;
+  let stopped = false;
+  let abortCurrent: (() => void) | undefined;
+  let sleepTimer: NodeJS.Timeout | undefined;
+  let wake: (() => void) | undefined;
+  let delay = initialMs;
+
+  const deliver = (e: WatchEvent<T>) => {
+    try {
+      onEvent(e);
+    } catch (err) {
+      onError(err as Error); // a consumer bug must not kill the watch
+    }
+  };
+
+  const sleep = (ms: number) =>
+    new Promise<void>((resolve) => {
+      wake = resolve;
+      sleepTimer = setTimeout(resolve, ms);
+    });
+
+  async function relist(): Promise<void> {
+    const list = await client.list<T>(path, opts.query);
+    const listRv = list.metadata?.resourceVersion;
+    if (!listRv) throw new Error(`GET ${path}: the list carries no resourceVersion`);
+    rv = listRv;
+    deliver({ type: 'RELISTED', items: list.items ?? [], resourceVersion: listRv });
+  }
+
+  /** One watch request; resolves when the server ends it. Returns whether events arrived. */
+  async function watchOnce(): Promise<boolean> {
+    const timeoutSeconds = opts.timeoutSeconds ?? Math.floor(300 + Math.random() * 300);
+    const handle = client.open('GET', path, {
+      query: {
+        ...opts.query,
+        watch: 1,
+        resourceVersion: rv,
+        allowWatchBookmarks: true,
+        timeoutSeconds,
+      },
+    });
+    abortCurrent = handle.abort;
+    const res = await handle.response;
+    const code = res.statusCode ?? 0;
+    if (code < 200 || code >= 300) {
+      const text = await new Promise<string>((resolve) => {
+        let t = '';
+        res.setEncoding('utf8');
+        res.on('data', (c: string) => (t += c));
+        res.on('end', () => resolve(t));
+        res.on('error', () => resolve(t));
+      });
+      const status = statusFromBody(code, text);
+      if (code === 410) throw new Expired(status.message);
+      throw new KubeApiError('GET', path, status);
+    }
+    return readEvents(res, handle.abort, (timeoutSeconds + 30) * 1000);
+  }
+
+  function readEvents(res: IncomingMessage, abort: () => void, idleMs: number): Promise<boolean> {
+    return new Promise<boolean>((resolve, reject) => {
+      let buf = '';
+      let got = false;
+      let done = false;
+      let idle: NodeJS.Timeout | undefined;
+      const finish = (err?: Error) => {
+        if (done) return;
+        done = true;
+        clearTimeout(idle);
+        if (err) reject(err);
+        else resolve(got);
+      };
+      const arm = () => {
+        clearTimeout(idle);
+        // A silent connection (a dead peer behind a NAT) would otherwise hang forever.
+        idle = setTimeout(() => {
+          finish(new Error(`GET ${path}: watch silent for ${idleMs} ms`));
+          abort();
+        }, idleMs);
+      };
+      arm();
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        arm();
+        buf += chunk;
+        let nl: number;
+        while (!done && (nl = buf.indexOf('\n')) >= 0) {
+          const line = buf.slice(0, nl).trim();
+          buf = buf.slice(nl + 1);
+          if (!line) continue;
+          let ev: { type?: string; object?: unknown };
+          try {
+            ev = JSON.parse(line) as typeof ev;
+          } catch {
+            finish(new Error(`GET ${path}: the watch stream carried a line that is not JSON`));
+            abort();
+            return;
+          }
+          if (ev.type === 'ERROR') {
+            const st = ev.object as KubeStatus;
+            finish(st?.code === 410 ? new Expired(st.message) : new KubeApiError('GET', path, st));
+            abort();
+            return;
+          }
+          if (
+            ev.type !== 'ADDED' &&
+            ev.type !== 'MODIFIED' &&
+            ev.type !== 'DELETED' &&
+            ev.type !== 'BOOKMARK'
+          ) {
+            continue;
+          }
+          got = true;
+          rv = rvOf(ev.object) ?? rv;
+          deliver({ type: ev.type, object: ev.object as T });
+        }
+      });
+      res.on('end', () => finish());
+      res.on('error', (e) => finish(e));
+      res.on('close', () => finish(stopped ? undefined : new Error(`GET ${path}: watch closed`)));
+    });
+  }
+
+  void (async () => {
+    let expiredInARow = 0;
+    while (!stopped) {
+      try {
+        if (rv === undefined) await relist();
+        if (stopped) break;
+        const started = Date.now();
+        const progressed = await watchOnce();
+        expiredInARow = 0;
+        if (progressed) delay = initialMs;
+        // A clean end (the server's timeout): resume from the last version at once,
+        // unless the server keeps closing straight away.
+        if (progressed || Date.now() - started > 1000) continue;
+      } catch (err) {
+        if (stopped) break;
+        if (err instanceof Expired) {
+          rv = undefined; // history compacted: the next turn lists again
+          if (expiredInARow++ === 0) continue;
+        } else {
+          onError(err as Error);
+        }
+      }
+      await sleep(delay * (0.8 + Math.random() * 0.4));
+      delay = Math.min(delay * 2, maxMs);
+    }
+  })();
+
+  return () => {
+    stopped = true;
+    abortCurrent?.();
+    clearTimeout(sleepTimer);
+    wake?.();
+  };
+}
