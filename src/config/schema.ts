@@ -41,6 +41,31 @@ export interface Config {
       podTemplates: boolean;
     };
   };
+  metrics: {
+    /** Serve the aggregated metrics-like group (discovery, OpenAPI, list/get/watch). */
+    enabled: boolean;
+    group: string;
+    /** Also serve the same data as metrics.k8s.io v1beta1 + v1, for `kubectl top`. */
+    registerMetricsK8sIo: boolean;
+    /** local: this machine as a node, annex as a pod; kubelet: scrape every Node. */
+    source: 'local' | 'kubelet';
+    scrapeIntervalSeconds: number;
+    /** Namespace of the pod the local source reports for annex itself. */
+    localNamespace: string;
+    kubelet: {
+      /** Only for clusters whose kubelets serve self-signed certificates (minikube). */
+      insecureSkipTLSVerify: boolean;
+      /** CA for kubelet serving certificates; empty = the cluster CA when in a Pod. */
+      caFile: string;
+      clientCertFile: string;
+      clientKeyFile: string;
+      /** Bearer token for the kubelet (nodes/metrics); empty = none. */
+      tokenFile: string;
+      timeoutSeconds: number;
+      preferredAddressTypes: string[];
+      concurrency: number;
+    };
+  };
   log: {
     level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
   };
@@ -53,7 +78,7 @@ type Admission = Config['admission'];
 export const configSchema: JSONSchemaType<Config> = {
   type: 'object',
   additionalProperties: false,
-  required: ['server', 'tls', 'kube', 'admission', 'log'],
+  required: ['server', 'tls', 'kube', 'admission', 'metrics', 'log'],
   properties: {
     server: {
       type: 'object',
@@ -116,6 +141,60 @@ export const configSchema: JSONSchemaType<Config> = {
               },
             },
             podTemplates: { type: 'boolean', default: true },
+          },
+        },
+      },
+    },
+    metrics: {
+      type: 'object',
+      additionalProperties: false,
+      required: [
+        'enabled',
+        'group',
+        'registerMetricsK8sIo',
+        'source',
+        'scrapeIntervalSeconds',
+        'localNamespace',
+        'kubelet',
+      ],
+      properties: {
+        enabled: { type: 'boolean', default: true },
+        group: { type: 'string', minLength: 1, default: 'metrics.annex.dev' },
+        registerMetricsK8sIo: { type: 'boolean', default: false },
+        source: { type: 'string', enum: ['local', 'kubelet'], default: 'local' },
+        // metrics-server's minimum: two samples must be far enough apart to make a rate.
+        scrapeIntervalSeconds: { type: 'integer', minimum: 1, default: 15 },
+        localNamespace: { type: 'string', minLength: 1, default: 'annex-system' },
+        kubelet: {
+          type: 'object',
+          additionalProperties: false,
+          required: [
+            'insecureSkipTLSVerify',
+            'caFile',
+            'clientCertFile',
+            'clientKeyFile',
+            'tokenFile',
+            'timeoutSeconds',
+            'preferredAddressTypes',
+            'concurrency',
+          ],
+          default: filledIn<Config['metrics']['kubelet']>(),
+          properties: {
+            insecureSkipTLSVerify: { type: 'boolean', default: false },
+            caFile: { type: 'string', default: '' },
+            clientCertFile: { type: 'string', default: '' },
+            clientKeyFile: { type: 'string', default: '' },
+            tokenFile: { type: 'string', default: '' },
+            timeoutSeconds: { type: 'number', exclusiveMinimum: 0, default: 10 },
+            preferredAddressTypes: {
+              type: 'array',
+              items: {
+                type: 'string',
+                enum: ['InternalIP', 'ExternalIP', 'Hostname', 'InternalDNS', 'ExternalDNS'],
+              },
+              default: ['InternalIP', 'ExternalIP', 'Hostname'],
+            },
+            concurrency: { type: 'integer', minimum: 1, default: 32 },
           },
         },
       },

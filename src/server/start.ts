@@ -1,51 +1,129 @@
 // The composition root: configuration in, a listening annex out. Everything the server
 // needs is built here once and passed down; nothing below reads globals or env.
-import { ConfigError, type Config } from '../config/load.js';
-import type { Logger } from '../log.js';
-import { ensureCertificates, loadServingMaterial, watchServingMaterial } from '../certs/index.js';
+import { isIP } from 'node:net';
 import { admission } from '../admission/index.js';
+import { delegatedAuth, type DelegatedAuth } from '../apiserver/auth/index.js';
+import { aggregatedApiFeature } from '../apiserver/mount.js';
+import { ensureCertificates, loadServingMaterial, watchServingMaterial } from '../certs/index.js';
+import { ConfigError, type Config } from '../config/load.js';
+import { connectKube } from '../kube/connect.js';
+import type { Logger } from '../log.js';
+import { startMetricsFeature, type MetricsFeature } from '../metrics/feature.js';
 import { createApp } from './app.js';
-import { listen, type Listening } from './listen.js';
+import { listen, type Listening, type TlsMaterial } from './listen.js';
 
 export interface Annex {
   url: string;
   port: number;
   listening: Listening;
+  metrics: MetricsFeature | null;
   close(): Promise<void>;
 }
 
 export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
-  const { tls } = config;
-  if (tls.generate) {
-    const r = await ensureCertificates({
-      dir: tls.dir,
-      service: tls.service,
-      namespace: tls.namespace,
-      dnsNames: tls.dnsNames,
-      ipAddresses: tls.ipAddresses,
-    });
-    if (r.issuedCa || r.issuedLeaf) {
-      log.info(
-        { dir: tls.dir, issuedCa: r.issuedCa, issuedLeaf: r.issuedLeaf },
-        'generated certificates',
-      );
-    }
-  }
-  let material;
+  await prepareCertificates(config.tls, log);
+  let serving: TlsMaterial;
   try {
-    material = await loadServingMaterial(tls.dir);
+    serving = await loadServingMaterial(config.tls.dir);
   } catch (e) {
     throw new ConfigError(`cannot load TLS material: ${(e as Error).message}`);
   }
 
-  const app = createApp({
-    log,
-    isReady: () => true,
-    features: [admission(config.admission, log)],
+  const kube = connectKube(config.kube);
+  let auth: DelegatedAuth | null = null;
+  let metrics: MetricsFeature | null = null;
+  const features = [admission(config.admission, log)];
+  if (config.metrics.enabled) {
+    auth = await startAuth(config, kube, log);
+    metrics = startMetricsFeature(config.metrics, kube, log);
+    features.push(aggregatedApiFeature(metrics.groups, auth));
+  }
+
+  const tls = (): TlsMaterial => ({ ...serving, clientCAs: auth?.config.clientCAs() ?? [] });
+  const app = createApp({ log, isReady: () => true, features });
+  const listening = await listenOrExplain(app, config, tls());
+  const stopAuthWatch = auth?.config.onChange(() => listening.updateTls(tls()));
+  const stopCertWatch = watchServingMaterial(
+    config.tls.dir,
+    (m) => {
+      serving = m;
+      listening.updateTls(tls());
+      log.info({ dir: config.tls.dir }, 'reloaded serving certificate');
+    },
+    (err) =>
+      log.error(
+        { dir: config.tls.dir, error: err.message },
+        'ignored invalid certificate update; still serving the previous one',
+      ),
+  );
+  log.info({ url: listening.url }, 'annex is serving');
+  return {
+    url: listening.url,
+    port: listening.port,
+    listening,
+    metrics,
+    close: async () => {
+      stopCertWatch();
+      stopAuthWatch?.();
+      auth?.stop();
+      await metrics?.pipeline.stop();
+      await listening.close();
+    },
+  };
+}
+
+async function prepareCertificates(tls: Config['tls'], log: Logger): Promise<void> {
+  if (!tls.generate) return;
+  const r = await ensureCertificates({
+    dir: tls.dir,
+    service: tls.service,
+    namespace: tls.namespace,
+    dnsNames: tls.dnsNames,
+    ipAddresses: tls.ipAddresses,
   });
-  let listening: Listening;
+  if (r.issuedCa || r.issuedLeaf) {
+    log.info(
+      { dir: tls.dir, issuedCa: r.issuedCa, issuedLeaf: r.issuedLeaf },
+      'generated certificates',
+    );
+  }
+}
+
+/**
+ * Every aggregated request is authenticated and authorized by the API server annex
+ * extends. With no API server at all (a laptop `npm start`), annex serves the group
+ * unauthenticated, but only on a loopback address, and says so.
+ */
+async function startAuth(config: Config, kube: ReturnType<typeof connectKube>, log: Logger) {
+  if (kube) {
+    const auth = delegatedAuth({ client: kube, log });
+    await auth.start();
+    return auth;
+  }
+  if (!isLoopback(config.server.host)) {
+    throw new ConfigError(
+      `no API server to delegate authentication to (set kube.kubeconfig, or run in a cluster); refusing to serve the aggregated API unauthenticated on ${config.server.host} — use --host 127.0.0.1 for a local demo`,
+    );
+  }
+  log.warn(
+    { host: config.server.host },
+    'standalone mode: no API server configured, the aggregated API is served without authentication on loopback only',
+  );
+  return null;
+}
+
+function isLoopback(host: string): boolean {
+  if (host === 'localhost' || host === '::1') return true;
+  return isIP(host) === 4 && host.startsWith('127.');
+}
+
+async function listenOrExplain(
+  app: Parameters<typeof listen>[0],
+  config: Config,
+  tls: TlsMaterial,
+): Promise<Listening> {
   try {
-    listening = await listen(app, { ...config.server, tls: material });
+    return await listen(app, { ...config.server, tls });
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === 'EADDRINUSE' || err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL') {
@@ -55,26 +133,4 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
     }
     throw e;
   }
-  const stopWatching = watchServingMaterial(
-    tls.dir,
-    (m) => {
-      listening.updateTls(m);
-      log.info({ dir: tls.dir }, 'reloaded serving certificate');
-    },
-    (err) =>
-      log.error(
-        { dir: tls.dir, error: err.message },
-        'ignored invalid certificate update; still serving the previous one',
-      ),
-  );
-  log.info({ url: listening.url }, 'annex is serving');
-  return {
-    url: listening.url,
-    port: listening.port,
-    listening,
-    close: async () => {
-      stopWatching();
-      await listening.close();
-    },
-  };
 }
