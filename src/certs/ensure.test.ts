@@ -139,4 +139,23 @@ describe('ensureCertificates', () => {
       `cannot create certificate directory ${bad}`,
     );
   });
+
+  it('creates missing parents, and fails (not hangs) where mkdir says ENOENT under /proc', async () => {
+    const deep = join(dir, 'a', 'b', 'certs');
+    await ensureCertificates({ ...base, dir: deep });
+    expect((await stat(join(deep, 'tls.crt'))).isFile()).toBe(true);
+    // Node 20's mkdir({ recursive: true }) loops forever on this path.
+    if (process.platform !== 'linux') return;
+    await expect(ensureCertificates({ ...base, dir: '/proc/annex-certs' })).rejects.toThrow(
+      /^cannot create certificate directory \/proc\/annex-certs: ENOENT/,
+    );
+  });
+
+  it('refuses an output path that is a regular file', async () => {
+    const file = join(dir, 'plain-file');
+    await writeFile(file, 'x');
+    await expect(ensureCertificates({ ...base, dir: file })).rejects.toThrow(
+      `cannot create certificate directory ${file}: ${file} exists and is not a directory`,
+    );
+  });
 });

@@ -1,8 +1,8 @@
 // File names and writes for the certificate folder. Names match a `kubernetes.io/tls`
 // Secret (tls.crt, tls.key) plus ca.crt/ca.key, so the same folder can be a mounted Secret.
 import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
+import { dirname, join, resolve } from 'node:path';
 import { ConfigError } from '../config/load.js';
 
 export const FILES = {
@@ -15,9 +15,33 @@ export const FILES = {
 /** Creates `dir` (and parents) or throws a ConfigError that names the directory. */
 export async function ensureDir(dir: string): Promise<void> {
   try {
-    await mkdir(dir, { recursive: true });
+    await mkdirParents(resolve(dir));
   } catch (e) {
     throw new ConfigError(`cannot create certificate directory ${dir}: ${(e as Error).message}`);
+  }
+}
+
+/**
+ * `mkdir -p` that creates each parent at most once. Node 20's `mkdir({ recursive: true })`
+ * spins forever at 100% CPU when mkdir fails with ENOENT although the parent exists (any
+ * path under /proc, for one), so a bad --out would hang instead of failing.
+ */
+async function mkdirParents(dir: string): Promise<void> {
+  try {
+    await mkdir(dir);
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') {
+      if ((await stat(dir)).isDirectory()) return;
+      throw new Error(`${dir} exists and is not a directory`);
+    }
+    const parent = dirname(dir);
+    if (code !== 'ENOENT' || parent === dir) throw e;
+    await mkdirParents(parent);
+    // A second ENOENT now is final; EEXIST means someone else just made it.
+    await mkdir(dir).catch((e2: NodeJS.ErrnoException) => {
+      if (e2.code !== 'EEXIST') throw e2;
+    });
   }
 }
 

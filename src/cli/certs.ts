@@ -1,7 +1,7 @@
 // `annex certs generate | inspect | inject`: create the serving certificates, look at them,
 // and put the CA into a live cluster's APIServices and webhook configurations.
 import { X509Certificate } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ConfigError } from '../config/load.js';
 import { ensureCertificates, type EnsureResult } from '../certs/ensure.js';
@@ -157,6 +157,9 @@ export async function certsInject(o: InjectFlags, io: Io): Promise<InjectResult[
       `--ca-file ${o.caFile}: ${code === 'ENOENT' ? 'file not found' : 'not a PEM certificate'}`,
     );
   }
+  // Checked here so the message names the flag instead of quoting a kubectl command line.
+  if (!existsSync(o.kubeconfig))
+    throw new UserError(`--kubeconfig ${o.kubeconfig}: file not found`);
   let results: InjectResult[];
   try {
     results = await injectCaBundle({

@@ -4,15 +4,13 @@
 // caBundle filled in. (No ClusterIP: nothing may leave loopback.)
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { parseAllDocuments, stringify } from 'yaml';
+import { join } from 'node:path';
 import { loadConfig, type ConfigOverrides } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
 import { startAnnex, type Annex } from '../../src/server/start.js';
+import * as wire from '../../src/devcluster/wire.js';
+import { ANNEX_NAMESPACE, ANNEX_SERVICE } from '../../src/devcluster/wire.js';
 import { cluster, kubectlOk } from './harness.js';
-
-const repo = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
 export interface TestAnnex {
   annex: Annex;
@@ -22,8 +20,7 @@ export interface TestAnnex {
   stop(): Promise<void>;
 }
 
-export const ANNEX_NAMESPACE = 'annex-system';
-export const ANNEX_SERVICE = 'annex';
+export { ANNEX_NAMESPACE, ANNEX_SERVICE, repoManifest } from '../../src/devcluster/wire.js';
 
 /** annex on 127.0.0.1:<free port>, certificates for annex.annex-system.svc, admin kubeconfig. */
 export async function startTestAnnex(overrides: ConfigOverrides = {}): Promise<TestAnnex> {
@@ -51,44 +48,16 @@ export async function startTestAnnex(overrides: ConfigOverrides = {}): Promise<T
   };
 }
 
-/** The namespace and ExternalName Service the API server dials for annex.annex-system.svc. */
-export async function ensureAnnexService(): Promise<void> {
-  const docs = [
-    { apiVersion: 'v1', kind: 'Namespace', metadata: { name: ANNEX_NAMESPACE } },
-    {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: ANNEX_SERVICE, namespace: ANNEX_NAMESPACE },
-      spec: { type: 'ExternalName', externalName: 'localhost' },
-    },
-  ];
-  await kubectlOk(['apply', '-f', '-'], { input: docs.map((d) => stringify(d)).join('---\n') });
-}
+const run = (args: string[], input?: string) =>
+  kubectlOk(args, input === undefined ? {} : { input });
 
-/** Loads a YAML file of the repo (webhooks/…, apiservice/…) as objects. */
-export function repoManifest(path: string): any[] {
-  return parseAllDocuments(readFileSync(join(repo, path), 'utf8')).map((d) => d.toJSON());
-}
+/** The namespace and ExternalName Service the API server dials for annex.annex-system.svc. */
+export const ensureAnnexService = () => wire.ensureAnnexService(run);
 
 /** Points every service reference in the objects at the test port and sets caBundle. */
-export function pointAtTestAnnex(objs: any[], port: number, caBundle: string): any[] {
-  for (const o of objs) {
-    if (o.kind === 'APIService') {
-      o.spec.service.port = port;
-      o.spec.caBundle = caBundle;
-    } else {
-      for (const w of o.webhooks ?? []) {
-        w.clientConfig.service.port = port;
-        w.clientConfig.caBundle = caBundle;
-      }
-    }
-  }
-  return objs;
-}
+export const pointAtTestAnnex = wire.pointAtLocalAnnex;
 
-export async function applyObjects(objs: any[]): Promise<void> {
-  await kubectlOk(['apply', '-f', '-'], { input: objs.map((o) => stringify(o)).join('---\n') });
-}
+export const applyObjects = (objs: any[]) => wire.applyObjects(run, objs);
 
 export async function deleteObjects(objs: any[]): Promise<void> {
   for (const o of objs) {

@@ -2,7 +2,7 @@
 // Tests read it with `inject('cluster')` (see ./harness.ts).
 import type { TestProject } from 'vitest/node';
 import { ControlPlane, type ClusterInfo } from './control-plane.js';
-import { ensureBinaries, pinnedVersions } from './binaries.js';
+import { ensureBinaries, pinnedVersions } from '../../src/devcluster/binaries.js';
 
 declare module 'vitest' {
   export interface ProvidedContext {

@@ -31,7 +31,7 @@ function get(url: string, ca: Buffer): Promise<{ status: number; body: string; i
       let body = '';
       res.on('data', (d) => (body += d));
       res.on('end', () =>
-        resolve({ status: res.statusCode ?? 0, body, issuer: peer.issuer.CN ?? '' }),
+        resolve({ status: res.statusCode ?? 0, body, issuer: String(peer.issuer.CN ?? '') }),
       );
     });
     req.on('error', reject);

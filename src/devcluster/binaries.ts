@@ -1,11 +1,13 @@
 // Finds (or builds, once per machine) the pinned kube-apiserver, kubectl and etcd.
-// The versions live in versions.env; build.sh does the work and caches outside the repo.
+// The versions live in test/cluster/versions.env; test/cluster/build.sh does the work
+// and caches outside the repo. Both are repo files: `annex demo` runs from a checkout.
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-const here = dirname(fileURLToPath(import.meta.url));
+// Two levels below the repo root both as src/devcluster and as dist/devcluster.
+const here = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'test', 'cluster');
 
 export function pinnedVersions(): { kubernetes: string; etcd: string } {
   const env = Object.fromEntries(

@@ -1,0 +1,199 @@
+// A real etcd + kube-apiserver on loopback, started once per test run.
+// Flags follow docs/control-plane.md: RBAC, a client CA, service-account keys, the
+// ServiceAccount admission plugin left on, and the aggregation layer's front-proxy flags.
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync, openSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { makePki } from './pki.js';
+import { writeKubeconfig } from './kubeconfig.js';
+
+export interface ClusterInfo {
+  /** https://127.0.0.1:<port> */
+  server: string;
+  version: string;
+  dir: string;
+  binDir: string;
+  kubectl: string;
+  adminKubeconfig: string;
+  /** "jane": a valid client certificate, no RBAC bindings. */
+  userKubeconfig: string;
+  servingCaFile: string;
+  clientCaFile: string;
+  frontProxyCaFile: string;
+  /** Front-proxy client certificate (CN=front-proxy-client), as the aggregator presents. */
+  frontProxyClientCert: string;
+  frontProxyClientKey: string;
+}
+
+export function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once('error', reject);
+    s.listen(0, '127.0.0.1', () => {
+      const { port } = s.address() as { port: number };
+      s.close(() => resolve(port));
+    });
+  });
+}
+
+export class ControlPlane {
+  private procs: ChildProcess[] = [];
+  private onExit = () => this.killNow();
+  readonly dir = mkdtempSync(join(tmpdir(), 'annex-cp-'));
+  info?: ClusterInfo;
+
+  constructor(
+    private readonly binDir: string,
+    private readonly version: string,
+  ) {
+    process.once('exit', this.onExit);
+  }
+
+  async start(log: (line: string) => void): Promise<ClusterInfo> {
+    const t0 = Date.now();
+    const pki = makePki(this.dir);
+    const p = (f: string) => join(this.dir, f);
+    const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
+
+    this.spawn('etcd', [
+      '--name=annex-test',
+      `--data-dir=${p('etcd')}`,
+      `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+      `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+      `--initial-cluster=annex-test=http://127.0.0.1:${peerPort}`,
+      '--unsafe-no-fsync=true',
+      '--log-level=warn',
+    ]);
+    const server = `https://127.0.0.1:${apiPort}`;
+    this.spawn('kube-apiserver', [
+      `--etcd-servers=http://127.0.0.1:${etcdPort}`,
+      '--bind-address=127.0.0.1',
+      '--advertise-address=127.0.0.1',
+      `--secure-port=${apiPort}`,
+      '--endpoint-reconciler-type=none', // loopback addresses may not be written to Endpoints
+      `--cert-dir=${p('pki')}`,
+      `--tls-cert-file=${p('apiserver.crt')}`,
+      `--tls-private-key-file=${p('apiserver.key')}`,
+      `--client-ca-file=${pki.clientCa}`,
+      '--authorization-mode=RBAC',
+      `--service-account-issuer=https://kubernetes.default.svc`,
+      `--service-account-key-file=${p('sa.pub')}`,
+      `--service-account-signing-key-file=${p('sa.key')}`,
+      '--service-cluster-ip-range=10.0.0.0/24',
+      '--allow-privileged=true',
+      `--requestheader-client-ca-file=${pki.frontProxyCa}`,
+      '--requestheader-allowed-names=front-proxy-client',
+      '--requestheader-username-headers=X-Remote-User',
+      '--requestheader-group-headers=X-Remote-Group',
+      '--requestheader-extra-headers-prefix=X-Remote-Extra-',
+      `--proxy-client-cert-file=${p('front-proxy-client.crt')}`,
+      `--proxy-client-key-file=${p('front-proxy-client.key')}`,
+      '--profiling=false',
+    ]);
+
+    const adminKubeconfig = p('admin.kubeconfig');
+    const userKubeconfig = p('user.kubeconfig');
+    writeKubeconfig(adminKubeconfig, {
+      server,
+      caFile: pki.servingCa,
+      user: 'annex-admin',
+      certFile: p('admin.crt'),
+      keyFile: p('admin.key'),
+    });
+    writeKubeconfig(userKubeconfig, {
+      server,
+      caFile: pki.servingCa,
+      user: 'jane',
+      certFile: p('user.crt'),
+      keyFile: p('user.key'),
+    });
+
+    await this.waitReady(server, p('admin.crt'), p('admin.key'), pki.servingCa);
+    log(
+      `control plane ready at ${server} in ${((Date.now() - t0) / 1000).toFixed(1)}s (kubernetes v${this.version})`,
+    );
+    this.info = {
+      server,
+      version: this.version,
+      dir: this.dir,
+      binDir: this.binDir,
+      kubectl: join(this.binDir, 'kubectl'),
+      adminKubeconfig,
+      userKubeconfig,
+      servingCaFile: pki.servingCa,
+      clientCaFile: pki.clientCa,
+      frontProxyCaFile: pki.frontProxyCa,
+      frontProxyClientCert: p('front-proxy-client.crt'),
+      frontProxyClientKey: p('front-proxy-client.key'),
+    };
+    return this.info;
+  }
+
+  private spawn(name: string, args: string[]): void {
+    const out = openSync(join(this.dir, `${name}.log`), 'a');
+    const child = spawn(join(this.binDir, name), args, { stdio: ['ignore', out, out] });
+    child.once('exit', (code, signal) => {
+      if (!this.stopping)
+        this.crashed = `${name} exited (${signal ?? code}); see ${join(this.dir, `${name}.log`)}`;
+    });
+    this.procs.push(child);
+  }
+
+  private stopping = false;
+  private crashed?: string;
+
+  /** Polls /readyz with the admin certificate until every check passes (or 90 s). */
+  private async waitReady(server: string, cert: string, key: string, ca: string): Promise<void> {
+    const { request } = await import('node:https');
+    const opts = { cert: readFileSync(cert), key: readFileSync(key), ca: readFileSync(ca) };
+    const deadline = Date.now() + 90_000;
+    let last = 'no answer';
+    while (Date.now() < deadline) {
+      if (this.crashed) throw new Error(this.crashed);
+      const ok = await new Promise<boolean>((resolve) => {
+        const req = request(`${server}/readyz`, { ...opts, timeout: 2000 }, (res) => {
+          let body = '';
+          res.on('data', (c) => (body += c));
+          res.on('end', () => {
+            last = `${res.statusCode} ${body.slice(0, 300)}`;
+            resolve(res.statusCode === 200);
+          });
+        });
+        req.on('error', (e) => {
+          last = e.message;
+          resolve(false);
+        });
+        req.on('timeout', () => req.destroy(new Error('timeout')));
+        req.end();
+      });
+      if (ok) return;
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    throw new Error(`kube-apiserver not ready after 90s: ${last}; logs in ${this.dir}`);
+  }
+
+  private killNow(): void {
+    this.stopping = true;
+    for (const c of this.procs) if (c.exitCode === null) c.kill('SIGKILL');
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  /** Stops kube-apiserver, then etcd, and deletes every file the run made. */
+  async stop(): Promise<void> {
+    this.stopping = true;
+    for (const c of [...this.procs].reverse()) {
+      if (c.exitCode !== null || c.signalCode !== null) continue;
+      const gone = new Promise((r) => c.once('exit', r));
+      c.kill('SIGTERM');
+      const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
+      await gone;
+      clearTimeout(timer);
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+    process.off('exit', this.onExit);
+  }
+}
