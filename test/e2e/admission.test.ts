@@ -11,7 +11,7 @@ import {
   startTestAnnex,
   type TestAnnex,
 } from '../cluster/annex.js';
-import { createNamespace, describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
+import { createNamespace, describeCluster, kubectl } from '../cluster/harness.js';
 
 describeCluster('admission webhooks against the real API server', () => {
   let annex: TestAnnex;
@@ -43,10 +43,12 @@ describeCluster('admission webhooks against the real API server', () => {
   it('denies a Deployment named web.front with the DNS-label message, as built-in validation prints it', async () => {
     const r = await kubectl(['-n', ns, 'create', 'deployment', 'web.front', '--image=nginx:1.27']);
     expect(r.code).not.toBe(0);
-    // The API server's own warning for a non-label Deployment name, then annex's denial.
+    // annex's defaults warning (the mutating webhook runs first), the API server's own
+    // warning for a non-label Deployment name, then annex's denial.
     // `kubectl create` prints err.Error(), which carries the API server's webhook prefix;
     // `kubectl apply` (below) renders details.causes exactly like built-in validation.
     expect(r.stderr.trim().split('\n')).toEqual([
+      'Warning: annex: container "nginx" had no cpu/memory request; defaulted to cpu=100m, memory=128Mi',
       'Warning: metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]',
       'error: failed to create deployment: admission webhook "names.annex.dev" denied the request: Deployment.apps "web.front" is invalid: metadata.name: Invalid value: "web.front": must not contain dots',
     ]);
@@ -65,13 +67,14 @@ describeCluster('admission webhooks against the real API server', () => {
     const applied = await kubectl(['-n', ns, 'apply', '-f', '-'], { input: file });
     expect(applied.code).not.toBe(0);
     expect(applied.stderr.trim().split('\n')).toEqual([
+      'Warning: annex: container "web" had no cpu/memory request; defaulted to cpu=100m, memory=128Mi',
       'Warning: metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]',
       'The Deployment "web.front" is invalid: metadata.name: Invalid value: "web.front": must not contain dots',
     ]);
   });
 
   it("adds annex's defaults to a bare Pod in a server-side dry run", async () => {
-    const out = await kubectlOk([
+    const run = await kubectl([
       '-n',
       ns,
       'run',
@@ -81,6 +84,12 @@ describeCluster('admission webhooks against the real API server', () => {
       '-o',
       'yaml',
     ]);
+    expect(run.code).toBe(0);
+    // annex says what it added: kubectl prints the webhook's warnings.
+    expect(run.stderr.trim()).toBe(
+      'Warning: annex: container "nu" had no cpu/memory request; defaulted to cpu=100m, memory=128Mi',
+    );
+    const out = run.stdout;
     const pod = parse(out);
     expect(pod.metadata.labels).toMatchObject({
       run: 'nu',

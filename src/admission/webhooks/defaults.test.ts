@@ -30,7 +30,11 @@ describe('defaults webhook', () => {
         ],
       },
     };
-    const out = mutated(applyAnnexDefaults(req('Pod', '', pod), settings));
+    const verdict = applyAnnexDefaults(req('Pod', '', pod), settings);
+    expect(verdict.warnings).toEqual([
+      'annex: container "a" had no cpu/memory request; defaulted to cpu=100m, memory=128Mi',
+    ]);
+    const out = mutated(verdict);
     expect(out.metadata.labels).toEqual({ run: 'nu', [MANAGED_BY]: 'annex' });
     expect(out.spec.containers[0].resources).toEqual({
       requests: { cpu: '100m', memory: '128Mi' },

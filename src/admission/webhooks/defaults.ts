@@ -41,12 +41,14 @@ export function applyAnnexDefaults(req: AdmissionRequest, s: Settings): Verdict 
     const labels = (obj.metadata.labels ??= {});
     if (labels[MANAGED_BY] === undefined) labels[MANAGED_BY] = s.managedBy;
   }
-  for (const spec of podSpecs) addRequests(spec, s.requests);
-  return { allowed: true, object: obj };
+  // Say what was added, so the user sees it in kubectl ("Warning: ...") at once.
+  const warnings = podSpecs.flatMap((spec) => addRequests(spec, s.requests));
+  return { allowed: true, object: obj, ...(warnings.length ? { warnings } : {}) };
 }
 
-/** Container requests where a container sets none for that resource. */
-function addRequests(spec: Obj, requests: Settings['requests']): void {
+/** Container requests where a container sets none for that resource; one warning per container. */
+function addRequests(spec: Obj, requests: Settings['requests']): string[] {
+  const warnings: string[] = [];
   for (const list of ['containers', 'initContainers']) {
     const containers = spec[list];
     if (!Array.isArray(containers)) continue;
@@ -56,16 +58,22 @@ function addRequests(spec: Obj, requests: Settings['requests']): void {
       const req = isObject(resources.requests) ? resources.requests : {};
       // Kubernetes copies limits into missing requests; an explicit limit wins over ours.
       const limits = isObject(resources.limits) ? resources.limits : {};
-      let changed = false;
+      const added: string[] = [];
       for (const [name, value] of Object.entries(requests)) {
         if (value && req[name] === undefined && limits[name] === undefined) {
           req[name] = value;
-          changed = true;
+          added.push(`${name}=${value}`);
         }
       }
-      if (changed) c.resources = { ...resources, requests: req };
+      if (added.length) {
+        c.resources = { ...resources, requests: req };
+        warnings.push(
+          `annex: container "${String(c.name)}" had no ${added.map((a) => a.split('=')[0]).join('/')} request; defaulted to ${added.join(', ')}`,
+        );
+      }
     }
   }
+  return warnings;
 }
 
 /**
