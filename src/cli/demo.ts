@@ -22,7 +22,7 @@ import { UserError } from './errors.js';
 
 const REGISTRATIONS = [
   'apiservice/apiservice.yaml',
-  'apiservice/metrics-k8s-io/apiservices.yaml',
+  'apiservice/metrics-k8s-io/apiservice.yaml',
   'webhooks/validating-names.yaml',
   'webhooks/mutating-defaults.yaml',
 ];

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { JSONPath } from 'jsonpath-plus';
 import { describe, it, expect } from 'vitest';
+import { toTable } from '../apiserver/table.js';
 import type { KubeObject, WatchEvent } from '../apiserver/types.js';
 import { decodeResourceMetrics } from './decode.js';
 import { metricsGroups, metricsK8sIoGroup, podUsageTotals } from './group.js';
@@ -110,10 +111,19 @@ describe('metricsGroups', () => {
     expect(cells).toEqual(['worker-1', '249957861n', '2786616Ki', '15.013s']);
     const podDecl = decl.resources[1]!;
     const [pod] = (await podDecl.provider.snapshot()).items;
-    const podCells = podDecl.columns.map(
-      (c) => JSONPath({ path: c.jsonPath, json: pod as object, wrap: true })[0],
+    // Pod rows sum the containers (metrics-server's pkg/api/table.go), through toTable.
+    const table = toTable(
+      podDecl,
+      [pod!],
+      {},
+      { version: 'v1', includeObject: 'None', apiVersion: 'x/v1' },
     );
-    expect(podCells).toEqual(['web-6f9c7d5b8d-k2x7p', '5616381n', '17836Ki', '15.014s']);
+    expect(table.rows[0]?.cells).toEqual([
+      'web-6f9c7d5b8d-k2x7p',
+      '43468512n',
+      '58708Ki',
+      '15.014s',
+    ]);
   });
 
   it('podUsageTotals sums containers as metrics-server’s pod rows', async () => {

@@ -63,27 +63,26 @@ export const nodeColumns: TableColumn[] = [
   windowColumn,
 ];
 
-/**
- * metrics-server sums the containers' usage in a pod row. A JSONPath cannot sum, so these
- * columns read the first container; podUsageTotals gives the true sums for a framework that
- * can compute cells.
- */
+// metrics-server's pod rows sum the containers' usage; a JSONPath cannot sum, so these
+// cells are computed (the paths still name the fields the sums come from).
 export const podColumns: TableColumn[] = [
   nameColumn,
   {
     name: 'cpu',
     type: 'string',
     format: 'quantity',
-    description: 'Average CPU usage over the window (first container)',
-    jsonPath: '$.containers[0].usage.cpu',
+    description: 'Average CPU usage over the window, summed over the containers',
+    jsonPath: '$.containers[*].usage.cpu',
+    value: (pod) => podUsageTotals(pod).cpu,
     priority: 0,
   },
   {
     name: 'memory',
     type: 'string',
     format: 'quantity',
-    description: 'Memory working set (first container)',
-    jsonPath: '$.containers[0].usage.memory',
+    description: 'Memory working set, summed over the containers',
+    jsonPath: '$.containers[*].usage.memory',
+    value: (pod) => podUsageTotals(pod).memory,
     priority: 0,
   },
   windowColumn,

@@ -7,7 +7,8 @@ import type { Logger } from '../log.js';
 
 export function sendStatus(ctx: Koa.Context, status: Status): void {
   ctx.status = status.code;
-  ctx.type = 'application/json';
+  // Exactly application/json, as kube-apiserver sends Status (ctx.type would add a charset).
+  ctx.set('Content-Type', 'application/json');
   ctx.body = status;
 }
 
