@@ -2,6 +2,7 @@
 // Read top to bottom: route → content type → bounded body → parse → decide within
 // the API server's deadline → patch → answer in the request's apiVersion → one log line.
 import type Koa from 'koa';
+import { Histogram, register } from 'prom-client';
 import getRawBody from 'raw-body';
 import { badRequest, StatusError, unsupportedMediaType } from '../apiserver/status.js';
 import type { Logger } from '../log.js';
@@ -20,6 +21,16 @@ export const MAX_REVIEW_BYTES = 7 * 1024 * 1024;
 const DEFAULT_TIMEOUT_MS = 10_000;
 /** Answer this much before the API server gives up, to leave room for the network. */
 const DEADLINE_MARGIN_MS = 250;
+
+/** One histogram for every review, by webhook and decision (allow, patch, deny). */
+const reviewSeconds =
+  (register.getSingleMetric('annex_admission_review_duration_seconds') as Histogram | undefined) ??
+  new Histogram({
+    name: 'annex_admission_review_duration_seconds',
+    help: 'Time to answer an AdmissionReview, by webhook and decision.',
+    labelNames: ['webhook', 'decision'],
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
+  });
 
 export function admissionWebhooks(webhooks: Webhook[], log: Logger): Koa.Middleware {
   const routes = new Map(
@@ -54,6 +65,8 @@ export function admissionWebhooks(webhooks: Webhook[], log: Logger): Koa.Middlew
     ctx.body = reviewResponse(apiVersion, response);
 
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    const decision = !response.allowed ? 'deny' : response.patch ? 'patch' : 'allow';
+    reviewSeconds.observe({ webhook: webhook.name, decision }, ms / 1000);
     // Identifiers only: the object's contents never reach the log.
     log.info(
       {
@@ -64,7 +77,7 @@ export function admissionWebhooks(webhooks: Webhook[], log: Logger): Koa.Middlew
         name: request.name || request.object?.metadata?.name || '',
         operation: request.operation,
         dryRun: request.dryRun ?? false,
-        decision: !response.allowed ? 'deny' : response.patch ? 'patch' : 'allow',
+        decision,
         ms: Math.round(ms * 100) / 100,
       },
       'admission review',

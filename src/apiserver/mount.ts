@@ -1,8 +1,10 @@
 // The aggregated API as one middleware, in k8s.io/apiserver's filter order:
-// request info (parsed once) → authentication → authorization → the generic handler.
+// request info (parsed once) → authentication → authorization → /metrics or the
+// generic handler.
 import compose from 'koa-compose';
 import type Koa from 'koa';
 import type { DelegatedAuth } from './auth/index.js';
+import { prometheusEndpoint } from '../server/prometheus.js';
 import { aggregatedApi } from './handler.js';
 import { requestInfoMiddleware } from './request-info.js';
 import type { GroupVersionDecl } from './types.js';
@@ -14,6 +16,6 @@ export function aggregatedApiFeature(
 ): Koa.Middleware {
   const chain: Koa.Middleware[] = [requestInfoMiddleware()];
   if (auth) chain.push(auth.authenticate, auth.authorize);
-  chain.push(aggregatedApi(groups));
+  chain.push(prometheusEndpoint(), aggregatedApi(groups));
   return compose(chain);
 }
