@@ -1,14 +1,14 @@
 // The client's transport rules against a scripted HTTPS server on loopback: what the
 // real API server does not do on demand (410 mid-watch, a dropped stream, a slow or
 // non-Status answer).
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { opensslSelfSigned } from '../devcluster/pki.js';
 import { KubeApiError, KubeClient, type WatchEvent } from './client.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
@@ -20,31 +20,9 @@ const seen: { method: string; url: string; auth?: string; type?: string; body: s
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'annex-kube-'));
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:prime256v1',
-      '-nodes',
-      '-days',
-      '1',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1',
-      '-keyout',
-      'k.pem',
-      '-out',
-      'c.pem',
-    ],
-    { cwd: dir, stdio: 'ignore' },
-  );
-  ca = readFileSync(join(dir, 'c.pem'));
-  server = createServer({ cert: ca, key: readFileSync(join(dir, 'k.pem')) }, (req, res) => {
+  const tls = opensslSelfSigned(dir, 'serving', { cn: 'localhost', sans: ['IP:127.0.0.1'] });
+  ca = Buffer.from(tls.cert);
+  server = createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
     let body = '';
     req.on('data', (d) => (body += d));
     req.on('end', () => {

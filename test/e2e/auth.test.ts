@@ -2,7 +2,6 @@
 // as a ServiceAccount with exactly the RBAC an aggregated API server gets
 // (system:auth-delegator + extension-apiserver-authentication-reader), reads the
 // front-proxy trust from kube-system, and asks TokenReview / SubjectAccessReview.
-import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
@@ -17,6 +16,7 @@ import { delegatedAuth, type DelegatedAuth } from '../../src/apiserver/auth/inde
 import { authorize, REVIEW_FAILED_REASON } from '../../src/apiserver/auth/authorize.js';
 import { AccessReviewer } from '../../src/apiserver/auth/subject-access-review.js';
 import { requestInfoMiddleware } from '../../src/apiserver/request-info.js';
+import { opensslSelfSigned } from '../../src/devcluster/pki.js';
 import { KubeClient } from '../../src/kube/client.js';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.js';
 import { createApp } from '../../src/server/app.js';
@@ -90,29 +90,10 @@ describeCluster('delegated authn/authz', (c) => {
   }
 
   beforeAll(async () => {
-    execFileSync(
-      'openssl',
-      [
-        'req',
-        '-x509',
-        '-newkey',
-        'ec',
-        '-pkeyopt',
-        'ec_paramgen_curve:prime256v1',
-        '-nodes',
-        '-days',
-        '1',
-        '-subj',
-        '/CN=localhost',
-        '-addext',
-        'subjectAltName=DNS:localhost,IP:127.0.0.1',
-        '-keyout',
-        'serving.key',
-        '-out',
-        'serving.crt',
-      ],
-      { cwd: tmp, stdio: 'ignore' },
-    );
+    const serving = opensslSelfSigned(tmp, 'serving', {
+      cn: 'localhost',
+      sans: ['DNS:localhost', 'IP:127.0.0.1'],
+    });
     ns = await createNamespace('auth');
     saToken = (await kubectlOk(['create', 'token', 'default', '-n', ns])).trim();
 
@@ -147,8 +128,8 @@ describeCluster('delegated authn/authz', (c) => {
     auth = delegatedAuth({ client: annexClient, log });
     await auth.start();
     const tls = {
-      cert: readFileSync(join(tmp, 'serving.crt'), 'utf8'),
-      key: readFileSync(join(tmp, 'serving.key'), 'utf8'),
+      cert: serving.cert,
+      key: serving.key,
       clientCAs: auth.config.clientCAs(),
     };
     server = await listen(app([auth.authenticate, auth.authorize]), {

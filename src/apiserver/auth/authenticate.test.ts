@@ -1,11 +1,11 @@
-import { execFileSync } from 'node:child_process';
 import { X509Certificate } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type Koa from 'koa';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CLIENT_EXT, opensslCa, opensslLeaf } from '../../devcluster/pki.js';
 import { StatusError } from '../status.js';
 import { authenticate } from './authenticate.js';
 import { parseAuthenticationConfig, type AuthenticationConfig } from './authentication-config.js';
@@ -17,65 +17,23 @@ import { subjectOf, verifyClientChain } from './x509.js';
 let dir: string;
 const certs: Record<string, X509Certificate> = {};
 const pem = (n: string) => readFileSync(join(dir, `${n}.crt`), 'utf8');
-const EC = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes'];
-const ssl = (args: string[]) =>
-  execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-
-function ca(name: string) {
-  ssl([
-    'req',
-    '-x509',
-    ...EC,
-    '-keyout',
-    `${name}.key`,
-    '-out',
-    `${name}.crt`,
-    '-days',
-    '2',
-    '-subj',
-    `/CN=${name}`,
-    '-addext',
-    'basicConstraints=critical,CA:TRUE',
-    '-addext',
-    'keyUsage=critical,keyCertSign,cRLSign',
-  ]);
-}
-function leaf(name: string, signer: string, subject: string, ext: string[]) {
-  writeFileSync(join(dir, `${name}.ext`), ext.join('\n') + '\n');
-  ssl(['req', '-new', ...EC, '-keyout', `${name}.key`, '-out', `${name}.csr`, '-subj', subject]);
-  ssl([
-    'x509',
-    '-req',
-    '-in',
-    `${name}.csr`,
-    '-CA',
-    `${signer}.crt`,
-    '-CAkey',
-    `${signer}.key`,
-    '-CAcreateserial',
-    '-days',
-    '2',
-    '-out',
-    `${name}.crt`,
-    '-extfile',
-    `${name}.ext`,
-  ]);
-}
-const CLIENT = ['keyUsage=critical,digitalSignature', 'extendedKeyUsage=clientAuth'];
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), 'annex-auth-'));
+  const ca = (name: string) => opensslCa(dir, name, name);
+  const leaf = (name: string, signer: string, subject: string, ext: string[]) =>
+    opensslLeaf(dir, name, signer, subject, ext);
   ca('front-proxy-ca');
   ca('client-ca');
-  leaf('proxy', 'front-proxy-ca', '/CN=front-proxy-client', CLIENT);
-  leaf('stranger', 'front-proxy-ca', '/CN=someone-else', CLIENT);
+  leaf('proxy', 'front-proxy-ca', '/CN=front-proxy-client', CLIENT_EXT);
+  leaf('stranger', 'front-proxy-ca', '/CN=someone-else', CLIENT_EXT);
   leaf('server-only', 'front-proxy-ca', '/CN=front-proxy-client', ['extendedKeyUsage=serverAuth']);
-  leaf('admin', 'client-ca', '/O=system:masters/O=team\\, blue/CN=annex-admin', CLIENT);
+  leaf('admin', 'client-ca', '/O=system:masters/O=team\\, blue/CN=annex-admin', CLIENT_EXT);
   leaf('inter', 'client-ca', '/CN=intermediate', [
     'basicConstraints=critical,CA:TRUE',
     'keyUsage=critical,keyCertSign',
   ]);
-  leaf('deep', 'inter', '/CN=deep-user', CLIENT);
+  leaf('deep', 'inter', '/CN=deep-user', CLIENT_EXT);
   for (const n of [
     'front-proxy-ca',
     'client-ca',

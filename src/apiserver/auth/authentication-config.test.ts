@@ -1,29 +1,16 @@
-import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
+import { opensslSelfSigned } from '../../devcluster/pki.js';
 import type { KubeClient } from '../../kube/client.js';
 import { AuthenticationConfigSource, parseAuthenticationConfig } from './authentication-config.js';
 
-// One real self-signed certificate, printed by openssl to stdout.
-const CA = execFileSync(
-  'openssl',
-  [
-    'req',
-    '-x509',
-    '-newkey',
-    'ec',
-    '-pkeyopt',
-    'ec_paramgen_curve:prime256v1',
-    '-nodes',
-    '-keyout',
-    '/dev/null',
-    '-days',
-    '1',
-    '-subj',
-    '/CN=test-ca',
-  ],
-  { stdio: ['ignore', 'pipe', 'ignore'] },
-).toString();
+// One real self-signed certificate, made by openssl.
+const caDir = mkdtempSync(join(tmpdir(), 'annex-authcfg-'));
+const CA = opensslSelfSigned(caDir, 'ca', { cn: 'test-ca' }).cert;
+rmSync(caDir, { recursive: true, force: true });
 
 const FULL = {
   'client-ca-file': CA,
