@@ -4,6 +4,8 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
+    // The JSON report lets .ci/run print one closing "N passed, N failed" line.
+    reporters: ['default', ['json', { outputFile: '.annex/test-results.json' }]],
     projects: [
       {
         test: {
