@@ -1,4 +1,5 @@
 import { createServer, type Server } from 'node:http';
+import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -66,6 +67,48 @@ async function post(path: string, body: unknown, headers: Record<string, string>
   });
   return { status: res.status, json: (await res.json()) as any };
 }
+
+describe('admission webhook server: the review log line', () => {
+  it('names uid, kind, namespace, name, operation, decision and latency, never the object', async () => {
+    const lines: string[] = [];
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    const app = new Koa();
+    app.use(statusErrors(log));
+    app.use(admissionWebhooks([namer], createLogger('info', sink)));
+    const srv = createServer(app.callback());
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/validate/names`;
+    const body = review('admission.k8s.io/v1', {
+      metadata: { name: 'a.b', annotations: { secret: 'hunter2' } },
+    });
+    await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
+    srv.close();
+    expect(lines).toHaveLength(1);
+    const entry = JSON.parse(lines[0]!);
+    expect(entry).toMatchObject({
+      msg: 'admission review',
+      webhook: 'names',
+      uid: 'c0ffee',
+      kind: 'Deployment',
+      namespace: 'ns',
+      name: 'a.b',
+      operation: 'CREATE',
+      dryRun: false,
+      decision: 'deny',
+    });
+    expect(typeof entry.ms).toBe('number');
+    expect(lines[0]).not.toContain('hunter2');
+  });
+});
 
 describe('admission webhook server', () => {
   it('answers a v1 review with the same uid and a base64 JSON Patch with escaped keys', async () => {
