@@ -134,7 +134,7 @@ function caProblem(
   renewBeforeMs: number,
 ): string | undefined {
   if (certPem === undefined || keyPem === undefined) {
-    return `no CA (${certPem === undefined ? FILES.caCert : FILES.caKey} missing)`;
+    return `${certPem === undefined ? FILES.caCert : FILES.caKey} missing`;
   }
   const parsed = parsePair(certPem, keyPem, FILES.caCert, FILES.caKey);
   if (typeof parsed === 'string') return parsed;
