@@ -20,7 +20,8 @@ export interface TestAnnex {
   stop(): Promise<void>;
 }
 
-export { ANNEX_NAMESPACE, ANNEX_SERVICE, repoManifest } from '../../src/devcluster/wire.js';
+export { ANNEX_NAMESPACE, ANNEX_SERVICE } from '../../src/devcluster/wire.js';
+export const repoManifest = wire.repoManifest;
 
 /** annex on 127.0.0.1:<free port>, certificates for annex.annex-system.svc, admin kubeconfig. */
 export async function startTestAnnex(overrides: ConfigOverrides = {}): Promise<TestAnnex> {
@@ -63,4 +64,20 @@ export async function deleteObjects(objs: any[]): Promise<void> {
   for (const o of objs) {
     await kubectlOk(['delete', o.kind, o.metadata.name, '--ignore-not-found', '--wait=false']);
   }
+}
+
+/** Registers the APIServices of a repo YAML file at a test annex and waits until each is Available. */
+export async function registerApiServices(path: string, annex: TestAnnex): Promise<any[]> {
+  await ensureAnnexService();
+  const objs = pointAtTestAnnex(repoManifest(path), annex.port, annex.caBundle);
+  await applyObjects(objs);
+  for (const o of objs) {
+    await kubectlOk([
+      'wait',
+      '--for=condition=Available',
+      `apiservice/${o.metadata.name}`,
+      '--timeout=60s',
+    ]);
+  }
+  return objs;
 }

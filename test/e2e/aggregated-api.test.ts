@@ -13,8 +13,8 @@ import { stringify } from 'yaml';
 import {
   applyObjects,
   deleteObjects,
-  ensureAnnexService,
   pointAtTestAnnex,
+  registerApiServices,
   repoManifest,
   startTestAnnex,
   type TestAnnex,
@@ -116,19 +116,7 @@ describeCluster('aggregated API through the real kube-apiserver', (c) => {
         kubelet: { caFile: fake.caFile, timeoutSeconds: 1.5 } as Config['metrics']['kubelet'],
       },
     });
-    await ensureAnnexService();
-    apiservices = pointAtTestAnnex(
-      repoManifest('apiservice/apiservice.yaml'),
-      annex.port,
-      annex.caBundle,
-    );
-    await applyObjects(apiservices);
-    await kOk([
-      'wait',
-      '--for=condition=Available',
-      'apiservice/v1beta1.metrics.annex.dev',
-      '--timeout=60s',
-    ]);
+    apiservices = await registerApiServices('apiservice/apiservice.yaml', annex);
     // Two scrapes make the first rate: wait until every node and pod is served.
     const deadline = Date.now() + 30_000;
     for (;;) {

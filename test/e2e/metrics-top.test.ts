@@ -7,11 +7,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Config } from '../../src/config/load.js';
 import {
-  applyObjects,
   deleteObjects,
-  ensureAnnexService,
-  pointAtTestAnnex,
-  repoManifest,
+  registerApiServices,
   startTestAnnex,
   type TestAnnex,
 } from '../cluster/annex.js';
@@ -80,21 +77,7 @@ describeCluster('kubectl top with annex registered as metrics.k8s.io', () => {
         kubelet: { caFile: fake.caFile, timeoutSeconds: 1.5 } as Config['metrics']['kubelet'],
       },
     });
-    await ensureAnnexService();
-    apiservices = pointAtTestAnnex(
-      repoManifest('apiservice/metrics-k8s-io/apiservice.yaml'),
-      annex.port,
-      annex.caBundle,
-    );
-    await applyObjects(apiservices);
-    for (const a of apiservices) {
-      await kOk([
-        'wait',
-        '--for=condition=Available',
-        `apiservice/${a.metadata.name}`,
-        '--timeout=60s',
-      ]);
-    }
+    apiservices = await registerApiServices('apiservice/metrics-k8s-io/apiservice.yaml', annex);
     await eventually(async () => {
       const list = JSON.parse(await kOk(['get', '--raw', '/apis/metrics.k8s.io/v1/pods']));
       return list.items.filter((p: any) => p.metadata.namespace === ns).length === 3
