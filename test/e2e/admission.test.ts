@@ -103,6 +103,45 @@ describeCluster('admission webhooks against the real API server', () => {
     expect(get.stderr).toContain('NotFound');
   });
 
+  it('refuses references the API server itself lets through (volumes, imagePullSecrets)', async () => {
+    // Without annex the API server accepts these names, and the Pods then wait forever
+    // for a ConfigMap, Secret or claim that can never exist.
+    const deployment = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'api' },
+      spec: {
+        selector: { matchLabels: { app: 'api' } },
+        template: {
+          metadata: { labels: { app: 'api' } },
+          spec: {
+            imagePullSecrets: [{ name: 'Registry_Creds' }],
+            volumes: [
+              { name: 'conf', configMap: { name: 'Api_Config' } },
+              { name: 'data', persistentVolumeClaim: { claimName: 'data.v1' } },
+            ],
+            containers: [{ name: 'api', image: 'nginx:1.27' }],
+          },
+        },
+      },
+    };
+    const r = await kubectl(['-n', ns, 'apply', '-f', '-', '--dry-run=server'], {
+      input: JSON.stringify(deployment),
+    });
+    expect(r.code).not.toBe(0);
+    const SUBDOMAIN =
+      "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+    expect(r.stderr).toContain(
+      [
+        'The Deployment "api" is invalid: ',
+        `* spec.template.spec.imagePullSecrets[0].name: Invalid value: "Registry_Creds": ${SUBDOMAIN}`,
+        `* spec.template.spec.volumes[0].configMap.name: Invalid value: "Api_Config": ${SUBDOMAIN}`,
+      ].join('\n'),
+    );
+    // A subdomain is a valid claim name: data.v1 passes.
+    expect(r.stderr).not.toContain('data.v1');
+  });
+
   it('never receives requests from kube-system', async () => {
     const r = await kubectl([
       '-n',
