@@ -20,6 +20,11 @@ export interface Config {
     ipAddresses: string[];
     /** Generate missing certificates at start (off when a Secret is mounted). */
     generate: boolean;
+    /**
+     * Objects whose caBundle annex keeps equal to its CA, at start and on every
+     * certificate change (in a cluster; needs patch RBAC on exactly these names).
+     */
+    inject: { apiServices: string[]; validatingWebhooks: string[]; mutatingWebhooks: string[] };
   };
   kube: {
     /** Path to a kubeconfig; empty means in-cluster, or no cluster at all. */
@@ -94,7 +99,7 @@ export const configSchema: JSONSchemaType<Config> = {
     tls: {
       type: 'object',
       additionalProperties: false,
-      required: ['dir', 'service', 'namespace', 'dnsNames', 'ipAddresses', 'generate'],
+      required: ['dir', 'service', 'namespace', 'dnsNames', 'ipAddresses', 'generate', 'inject'],
       properties: {
         dir: { type: 'string', minLength: 1, default: 'certs' },
         service: { type: 'string', minLength: 1, default: 'annex' },
@@ -102,6 +107,17 @@ export const configSchema: JSONSchemaType<Config> = {
         dnsNames: { type: 'array', items: { type: 'string' }, default: ['localhost'] },
         ipAddresses: { type: 'array', items: { type: 'string' }, default: ['127.0.0.1'] },
         generate: { type: 'boolean', default: true },
+        inject: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['apiServices', 'validatingWebhooks', 'mutatingWebhooks'],
+          default: filledIn<Config['tls']['inject']>(),
+          properties: {
+            apiServices: { type: 'array', items: { type: 'string' }, default: [] },
+            validatingWebhooks: { type: 'array', items: { type: 'string' }, default: [] },
+            mutatingWebhooks: { type: 'array', items: { type: 'string' }, default: [] },
+          },
+        },
       },
     },
     kube: {

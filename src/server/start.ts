@@ -4,7 +4,13 @@ import { isIP } from 'node:net';
 import { admission } from '../admission/index.js';
 import { delegatedAuth, type DelegatedAuth } from '../apiserver/auth/index.js';
 import { aggregatedApiFeature } from '../apiserver/mount.js';
-import { ensureCertificates, loadServingMaterial, watchServingMaterial } from '../certs/index.js';
+import {
+  ensureCertificates,
+  loadServingMaterial,
+  watchServingMaterial,
+  type ServingMaterial,
+} from '../certs/index.js';
+import { hasTargets, injectWithClient } from '../certs/self-inject.js';
 import { ConfigError, type Config } from '../config/load.js';
 import { connectKube } from '../kube/connect.js';
 import type { Logger } from '../log.js';
@@ -22,7 +28,7 @@ export interface Annex {
 
 export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
   await prepareCertificates(config.tls, log);
-  let serving: TlsMaterial;
+  let serving: ServingMaterial;
   try {
     serving = await loadServingMaterial(config.tls.dir);
   } catch (e) {
@@ -30,6 +36,8 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
   }
 
   const kube = connectKube(config.kube);
+  const injectCa = caInjector(config, kube, log);
+  await injectCa(serving.ca);
   let auth: DelegatedAuth | null = null;
   let metrics: MetricsFeature | null = null;
   const features = [admission(config.admission, log)];
@@ -48,6 +56,9 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
     (m) => {
       serving = m;
       listening.updateTls(tls());
+      void injectCa(m.ca).catch((e: Error) =>
+        log.error({ error: e.message }, 'caBundle injection failed'),
+      );
       log.info({ dir: config.tls.dir }, 'reloaded serving certificate');
     },
     (err) =>
@@ -69,6 +80,27 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
       await metrics?.pipeline.stop();
       await listening.close();
     },
+  };
+}
+
+/** Keeps the configured caBundles equal to annex's CA; a no-op when none are configured. */
+function caInjector(config: Config, kube: ReturnType<typeof connectKube>, log: Logger) {
+  const targets = config.tls.inject;
+  if (!hasTargets(targets)) return async (_ca?: string) => {};
+  if (!kube)
+    throw new ConfigError(
+      'tls.inject needs an API server: set kube.kubeconfig or run in a cluster',
+    );
+  return async (ca?: string) => {
+    if (!ca) throw new ConfigError(`tls.inject is set but ${config.tls.dir} has no ca.crt`);
+    let done;
+    try {
+      done = await injectWithClient(kube, Buffer.from(ca).toString('base64'), targets);
+    } catch (e) {
+      throw new ConfigError(`cannot inject the caBundle (tls.inject): ${(e as Error).message}`);
+    }
+    for (const d of done)
+      log.info({ kind: d.kind, name: d.name, changed: d.changed }, 'caBundle injected');
   };
 }
 

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
-import { ensureCertificates } from '../../src/certs/index.js';
+import { loadConfig } from '../../src/config/load.js';
 import { ensureAnnexService } from '../cluster/annex.js';
 import { describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
 
@@ -17,13 +17,6 @@ describeCluster('manifests/ (kustomize base)', () => {
     dir = mkdtempSync(join(tmpdir(), 'annex-manifests-'));
     for (const d of ['manifests', 'apiservice', 'webhooks'])
       cpSync(join(repo, d), join(dir, d), { recursive: true });
-    rmSync(join(dir, 'manifests', 'certs'), { recursive: true, force: true });
-    // The documented first step: certificates for annex.annex-system.svc into manifests/certs.
-    await ensureCertificates({
-      dir: join(dir, 'manifests', 'certs'),
-      service: 'annex',
-      namespace: 'annex-system',
-    });
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
@@ -44,7 +37,7 @@ describeCluster('manifests/ (kustomize base)', () => {
       'Deployment/annex': 'annex-system',
       'Service/annex': 'annex-system',
       'ConfigMap/annex-config': 'annex-system',
-      'Secret/annex-tls': 'annex-system',
+      'ClusterRole/annex:ca-injector': '',
       'APIService/v1beta1.metrics.annex.dev': '',
       'ValidatingWebhookConfiguration/annex-names': '',
       'MutatingWebhookConfiguration/annex-defaults': '',
@@ -53,6 +46,58 @@ describeCluster('manifests/ (kustomize base)', () => {
     expect(
       deploy.spec.template.spec.volumes.find((v: any) => v.name === 'config').configMap.name,
     ).toMatch(/^annex-config-[a-z0-9]{10}$/);
+  });
+
+  it('ships a config that annex accepts, injecting exactly what its RBAC allows', async () => {
+    const config = loadConfig({ file: join(repo, 'manifests', 'config.yaml') });
+    const objs = parseAllDocuments(await kubectlOk(['kustomize', join(dir, 'manifests')])).map(
+      (d) => d.toJSON(),
+    );
+    const names = (kind: string) => objs.filter((o) => o.kind === kind).map((o) => o.metadata.name);
+    const injector = objs.find(
+      (o) => o.kind === 'ClusterRole' && o.metadata.name === 'annex:ca-injector',
+    );
+    const allowed = (resource: string) =>
+      injector.rules.find((r: any) => r.resources.includes(resource)).resourceNames;
+    expect(config.tls.inject.apiServices).toEqual(names('APIService'));
+    expect(config.tls.inject.apiServices).toEqual(allowed('apiservices'));
+    expect(config.tls.inject.validatingWebhooks).toEqual(names('ValidatingWebhookConfiguration'));
+    expect(config.tls.inject.validatingWebhooks).toEqual(
+      allowed('validatingwebhookconfigurations'),
+    );
+    expect(config.tls.inject.mutatingWebhooks).toEqual(names('MutatingWebhookConfiguration'));
+    expect(config.tls.inject.mutatingWebhooks).toEqual(allowed('mutatingwebhookconfigurations'));
+  });
+
+  it("grants annex's ServiceAccount what it needs and nothing around it", async () => {
+    await ensureAnnexService(); // the namespace
+    await kubectlOk(['apply', '-f', join(dir, 'manifests', 'rbac.yaml')]);
+    const sa = '--as=system:serviceaccount:annex-system:annex';
+    const can = async (...args: string[]) =>
+      (await kubectl(['auth', 'can-i', ...args, sa])).stdout.trim();
+    const yes = [
+      ['create', 'tokenreviews.authentication.k8s.io'],
+      ['create', 'subjectaccessreviews.authorization.k8s.io'],
+      ['get', 'configmaps/extension-apiserver-authentication', '-n', 'kube-system'],
+      ['watch', 'configmaps/extension-apiserver-authentication', '-n', 'kube-system'],
+      ['list', 'nodes'],
+      ['get', 'nodes/metrics'],
+      ['list', 'pods', '--all-namespaces'],
+      ['patch', 'apiservices.apiregistration.k8s.io/v1beta1.metrics.annex.dev'],
+      ['patch', 'validatingwebhookconfigurations.admissionregistration.k8s.io/annex-names'],
+      ['patch', 'mutatingwebhookconfigurations.admissionregistration.k8s.io/annex-defaults'],
+    ];
+    const no = [
+      ['patch', 'apiservices.apiregistration.k8s.io/v1.apps'],
+      ['patch', 'validatingwebhookconfigurations.admissionregistration.k8s.io/someone-else'],
+      ['create', 'apiservices.apiregistration.k8s.io'],
+      ['get', 'secrets', '--all-namespaces'],
+      ['get', 'configmaps', '-n', 'default'],
+      ['create', 'pods', '-n', 'annex-system'],
+      ['delete', 'nodes'],
+    ];
+    for (const a of yes) expect([a.join(' '), await can(...a)]).toEqual([a.join(' '), 'yes']);
+    for (const a of no) expect([a.join(' '), await can(...a)]).toEqual([a.join(' '), 'no']);
   });
 
   it('is accepted whole by the real API server (server-side dry run)', async () => {
@@ -69,7 +114,7 @@ describeCluster('manifests/ (kustomize base)', () => {
       expect(lines).toContain(
         'apiservice.apiregistration.k8s.io/v1beta1.metrics.annex.dev created (server dry run)',
       );
-      expect(lines).toHaveLength(14);
+      expect(lines).toHaveLength(15);
     } finally {
       await ensureAnnexService();
     }
