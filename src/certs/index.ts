@@ -18,7 +18,7 @@ export {
 export type { CertificateInfo } from './describe.js';
 export { FILES } from './files.js';
 export { assertDnsLabel, serviceDnsNames } from './names.js';
-export { injectCaBundle, KubectlError } from './inject.js';
-export type { InjectOptions, InjectResult } from './inject.js';
+export { hasTargets, injectWithClient } from './inject.js';
+export type { InjectOutcome, InjectTargets } from './inject.js';
 export { formatInspectReport, inspectCertificates } from './inspect.js';
 export type { InspectReport } from './inspect.js';

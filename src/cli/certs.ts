@@ -6,7 +6,10 @@ import type { Command } from 'commander';
 import { ConfigError } from '../config/load.js';
 import { ensureCertificates, type EnsureResult } from '../certs/ensure.js';
 import { formatInspectReport, inspectCertificates } from '../certs/inspect.js';
-import { injectCaBundle, KubectlError, type InjectResult } from '../certs/inject.js';
+import { injectWithClient, type InjectOutcome } from '../certs/inject.js';
+import { KubeClient } from '../kube/client.js';
+import { KubeApiError } from '../kube/errors.js';
+import { KubeconfigError, loadKubeconfig } from '../kube/kubeconfig.js';
 import { assertDnsLabel, assertDnsName, assertIp } from '../certs/names.js';
 import { UserError } from './errors.js';
 
@@ -83,7 +86,9 @@ export function register(program: Command): void {
 
   certs
     .command('inject')
-    .description('write the caBundle into APIServices and webhook configurations (uses kubectl)')
+    .description(
+      'write the caBundle into APIServices and webhook configurations, as field manager annex',
+    )
     .requiredOption('--kubeconfig <file>', 'kubeconfig of the target cluster')
     .option('--ca-file <file>', 'CA certificate to inject', 'certs/ca.crt')
     .option('--apiservice <name...>', 'APIService names')
@@ -143,7 +148,7 @@ export function certsInspect(dir: string, io: Io): void {
   }
 }
 
-export async function certsInject(o: InjectFlags, io: Io): Promise<InjectResult[]> {
+export async function certsInject(o: InjectFlags, io: Io): Promise<InjectOutcome[]> {
   if (!o.apiservice?.length && !o.mutating?.length && !o.validating?.length) {
     throw new UserError('nothing to inject: pass --apiservice, --mutating or --validating');
   }
@@ -157,20 +162,24 @@ export async function certsInject(o: InjectFlags, io: Io): Promise<InjectResult[
       `--ca-file ${o.caFile}: ${code === 'ENOENT' ? 'file not found' : 'not a PEM certificate'}`,
     );
   }
-  // Checked here so the message names the flag instead of quoting a kubectl command line.
+  // Checked here so the message names the flag rather than a parser's internals.
   if (!existsSync(o.kubeconfig))
     throw new UserError(`--kubeconfig ${o.kubeconfig}: file not found`);
-  let results: InjectResult[];
+  let results: InjectOutcome[];
   try {
-    results = await injectCaBundle({
-      kubeconfig: o.kubeconfig,
-      caBundle: Buffer.from(pem).toString('base64'),
-      apiServices: o.apiservice,
-      mutating: o.mutating,
-      validating: o.validating,
-    });
+    const kube = new KubeClient(loadKubeconfig(o.kubeconfig));
+    try {
+      results = await injectWithClient(kube, Buffer.from(pem).toString('base64'), {
+        apiServices: o.apiservice ?? [],
+        mutatingWebhooks: o.mutating ?? [],
+        validatingWebhooks: o.validating ?? [],
+      });
+    } finally {
+      kube.close();
+    }
   } catch (e) {
-    if (e instanceof KubectlError) throw new UserError(e.message);
+    if (e instanceof KubeconfigError || e instanceof KubeApiError)
+      throw new UserError((e as Error).message);
     throw e;
   }
   for (const r of results) {

@@ -10,7 +10,7 @@ import {
   watchServingMaterial,
   type ServingMaterial,
 } from '../certs/index.js';
-import { hasTargets, injectWithClient } from '../certs/self-inject.js';
+import { hasTargets, injectWithClient } from '../certs/inject.js';
 import { ConfigError, type Config } from '../config/load.js';
 import { connectKube } from '../kube/connect.js';
 import type { Logger } from '../log.js';

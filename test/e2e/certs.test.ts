@@ -385,7 +385,7 @@ describeCluster('TLS certificates against the real API server', (c: ClusterInfo)
       '--ca-file',
       caFile,
     ];
-    const env = { ANNEX_KUBECTL: c.kubectl, KUBECONFIG: '' };
+    const env = { KUBECONFIG: '' };
     const r = await runCli(args, env);
     expect(r.stderr.trim().split('\n')).toEqual([
       `patched apiservice ${apiName}`,
@@ -434,7 +434,7 @@ describeCluster('TLS certificates against the real API server', (c: ClusterInfo)
         '--ca-file',
         join(dir, 'good', 'ca.crt'),
       ]),
-      { ANNEX_KUBECTL: c.kubectl },
+      {},
     );
     expect(expectOneLineError(r)).toBe(`annex: --kubeconfig ${missing}: file not found`);
   });
