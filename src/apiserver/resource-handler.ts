@@ -2,13 +2,13 @@
 // declaration shares (as k8s.io/apiserver's handlers serve every registry the same way).
 import type Koa from 'koa';
 import { servedVerbs } from './discovery.js';
-import { contentTypeOf, negotiate, TABLE_CONVERSIONS, type Conversion } from './negotiate.js';
+import { contentTypeOf, negotiate, TABLE_CONVERSIONS } from './negotiate.js';
 import { listRequestOf, page, snapshotFor, type SnapshotStore } from './paging.js';
 import type { RequestInfo } from './request-info.js';
 import { fieldMatcher, parseFieldSelector } from './selectors/field.js';
 import { parseLabelSelector } from './selectors/label.js';
 import { methodNotAllowed, methodNotAllowedPath, notFound, notFoundPath } from './status.js';
-import { includeObjectOf, toTable, type IncludeObject } from './table.js';
+import { includeObjectOf, toTable } from './table.js';
 import type { KubeObject, ResourceDecl } from './types.js';
 import { startWatch, WATCH_CONTENT_TYPE, watchParamsOf } from './watch.js';
 
@@ -65,13 +65,21 @@ function selection(info: RequestInfo, decl: ResourceDecl) {
   return { match, filtered: !labels.empty || !fields.empty };
 }
 
-function tableOptions(
-  conv: Conversion,
-  includeObject: IncludeObject,
+/** The Table form the Accept header asks for, if any: its conversion and options (read per call: ages use now). */
+function tableFormOf(
+  ctx: Koa.Context,
+  info: RequestInfo,
   r: ServedResource,
-  now: Date,
+  opts: ResourceHandlerOptions,
 ) {
-  return { version: conv.version, includeObject, apiVersion: `${r.group}/${r.version}`, now };
+  const conv = negotiate(ctx.get('Accept'), TABLE_CONVERSIONS);
+  if (!conv) return undefined;
+  const includeObject = includeObjectOf(info.query);
+  const apiVersion = `${r.group}/${r.version}`;
+  return {
+    conv,
+    options: () => ({ version: conv.version, includeObject, apiVersion, now: opts.now() }),
+  };
 }
 
 async function get(
@@ -80,20 +88,15 @@ async function get(
   r: ServedResource,
   opts: ResourceHandlerOptions,
 ) {
-  const conv = negotiate(ctx.get('Accept'), TABLE_CONVERSIONS);
-  const includeObject = conv ? includeObjectOf(info.query) : 'Metadata';
+  const table = tableFormOf(ctx, info, r, opts);
   const snap = await r.store.current();
   const key = info.namespace ? `${info.namespace}/${info.name}` : info.name;
   const i = binarySearch(snap.keys, key);
   if (i < 0) throw notFound(r.decl.plural, r.group, info.name);
   const o = snap.items[i]!;
-  if (conv) {
+  if (table) {
     const meta = { resourceVersion: snap.resourceVersion };
-    sendJson(
-      ctx,
-      toTable(r.decl, [o], meta, tableOptions(conv, includeObject, r, opts.now())),
-      contentTypeOf(conv),
-    );
+    sendJson(ctx, toTable(r.decl, [o], meta, table.options()), contentTypeOf(table.conv));
   } else {
     sendJson(ctx, objectJson(o, r), contentTypeOf(undefined));
   }
@@ -118,8 +121,7 @@ async function list(
   r: ServedResource,
   opts: ResourceHandlerOptions,
 ) {
-  const conv = negotiate(ctx.get('Accept'), TABLE_CONVERSIONS);
-  const includeObject = conv ? includeObjectOf(info.query) : 'Metadata';
+  const table = tableFormOf(ctx, info, r, opts);
   const { match, filtered } = selection(info, r.decl);
   const req = listRequestOf(info.query);
   const { snap, start } = await snapshotFor(r.store, req);
@@ -130,12 +132,8 @@ async function list(
     ...(p.continue ? { continue: p.continue } : {}),
     ...(p.remainingItemCount !== undefined ? { remainingItemCount: p.remainingItemCount } : {}),
   };
-  if (conv) {
-    sendJson(
-      ctx,
-      toTable(r.decl, p.items, meta, tableOptions(conv, includeObject, r, opts.now())),
-      contentTypeOf(conv),
-    );
+  if (table) {
+    sendJson(ctx, toTable(r.decl, p.items, meta, table.options()), contentTypeOf(table.conv));
     return;
   }
   const head = JSON.stringify({
@@ -154,8 +152,7 @@ async function watch(
   r: ServedResource,
   opts: ResourceHandlerOptions,
 ) {
-  const conv = negotiate(ctx.get('Accept'), TABLE_CONVERSIONS);
-  const includeObject = conv ? includeObjectOf(info.query) : 'Metadata';
+  const table = tableFormOf(ctx, info, r, opts);
   const params = watchParamsOf(info.query);
   const sel = selection(info, r.decl);
   // The legacy /watch/<plural>/<name> form watches one object.
@@ -171,19 +168,12 @@ async function watch(
     match,
     filtered: sel.filtered || pathName !== '',
     encode: (o, first) =>
-      conv
-        ? toTable(
-            r.decl,
-            [o],
-            {},
-            { ...tableOptions(conv, includeObject, r, opts.now()), noHeaders: !first },
-          )
-        : stamp(o, r),
+      table ? toTable(r.decl, [o], {}, { ...table.options(), noHeaders: !first }) : stamp(o, r),
     bookmark: (resourceVersion, annotations) =>
-      conv
+      table
         ? {
             kind: 'Table',
-            apiVersion: `meta.k8s.io/${conv.version}`,
+            apiVersion: `meta.k8s.io/${table.conv.version}`,
             metadata: { resourceVersion },
             rows: [],
           }
