@@ -3,7 +3,7 @@
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { request, type Agent } from 'node:https';
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
 import { inject, describe } from 'vitest';
 import { parse } from 'yaml';
 import type { ClusterInfo } from './control-plane.js';
@@ -89,6 +89,33 @@ export interface RawResponse {
   json: () => any;
 }
 
+interface Credentials {
+  ca: Buffer;
+  cert?: Buffer;
+  key?: Buffer;
+  token?: string;
+}
+
+/** Read once per kubeconfig file version: differential tests send hundreds of requests. */
+const credentials = new Map<string, Credentials>();
+
+function credentialsOf(kubeconfig: string): Credentials {
+  const key = `${kubeconfig}@${statSync(kubeconfig).mtimeMs}`;
+  let id = credentials.get(key);
+  if (!id) {
+    const user = parse(readFileSync(kubeconfig, 'utf8')).users[0].user as Record<string, string>;
+    const b64 = (k: string) => (user[k] ? Buffer.from(user[k], 'base64') : undefined);
+    id = {
+      ca: readFileSync(cluster!.servingCaFile),
+      cert: b64('client-certificate-data'),
+      key: b64('client-key-data'),
+      token: user.token,
+    };
+    credentials.set(key, id);
+  }
+  return id;
+}
+
 /** A raw HTTPS request to the API server as the identity in a kubeconfig. */
 export function apiRequest(
   method: string,
@@ -96,9 +123,7 @@ export function apiRequest(
   opts: { as?: Identity; body?: unknown; headers?: Record<string, string>; agent?: Agent } = {},
 ): Promise<RawResponse> {
   const c = cluster!;
-  const kc = parse(readFileSync(kubeconfigFor(c, opts.as), 'utf8'));
-  const user = kc.users[0].user as Record<string, string>;
-  const b64 = (k: string) => (user[k] ? Buffer.from(user[k], 'base64') : undefined);
+  const id = credentialsOf(kubeconfigFor(c, opts.as));
   const payload = opts.body === undefined ? undefined : JSON.stringify(opts.body);
   return new Promise((resolve, reject) => {
     const req = request(
@@ -106,12 +131,12 @@ export function apiRequest(
       {
         method,
         ...(opts.agent ? { agent: opts.agent } : {}),
-        ca: readFileSync(c.servingCaFile),
-        cert: b64('client-certificate-data'),
-        key: b64('client-key-data'),
+        ca: id.ca,
+        cert: id.cert,
+        key: id.key,
         headers: {
           accept: 'application/json',
-          ...(user.token ? { authorization: `Bearer ${user.token}` } : {}),
+          ...(id.token ? { authorization: `Bearer ${id.token}` } : {}),
           ...(payload ? { 'content-type': 'application/json' } : {}),
           ...opts.headers,
         },
