@@ -2,7 +2,7 @@
 // APIService and both webhooks registered — for trying every README scene with kubectl.
 // Needs a checkout (it builds the pinned control plane with test/cluster/build.sh).
 import { execFile } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Command } from 'commander';
@@ -66,12 +66,8 @@ export function register(program: Command): void {
       await ensureAnnexService(kubectl);
       // No controller-manager runs: give `default` the ServiceAccount that `kubectl run` needs.
       await kubectl(['create', 'serviceaccount', 'default', '-n', 'default']);
-      const caBundle = (await import('node:fs'))
-        .readFileSync(join(config.tls.dir, 'ca.crt'))
-        .toString('base64');
-      const objs = REGISTRATIONS.filter((f) =>
-        existsSync(join(import.meta.dirname, '..', '..', f)),
-      ).flatMap(repoManifest);
+      const caBundle = readFileSync(join(config.tls.dir, 'ca.crt')).toString('base64');
+      const objs = REGISTRATIONS.flatMap(repoManifest);
       await applyObjects(kubectl, pointAtLocalAnnex(objs, annex.port, caBundle));
       await kubectl([
         'wait',
