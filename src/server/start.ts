@@ -30,7 +30,7 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
   await prepareCertificates(config.tls, log);
   let serving: ServingMaterial;
   try {
-    serving = await loadServingMaterial(config.tls.dir);
+    serving = loadServingMaterial(config.tls.dir);
   } catch (e) {
     throw new ConfigError(`cannot load TLS material: ${(e as Error).message}`);
   }
@@ -79,6 +79,7 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
       auth?.stop();
       await metrics?.pipeline.stop();
       await listening.close();
+      kube?.close();
     },
   };
 }
