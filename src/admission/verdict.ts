@@ -1,7 +1,7 @@
 // What a webhook decides, before it is put into an AdmissionReview response.
-import type { Status, StatusCause } from '../apiserver/status.js';
+import { StatusError, type Status, type StatusCause } from '../apiserver/status.js';
 import type { KubeObject } from '../apiserver/types.js';
-import { goQuote } from './names/index.js';
+import { fieldErrorBody, goQuote } from './names/index.js';
 import type { AdmissionRequest } from './review.js';
 
 export type Verdict =
@@ -25,36 +25,67 @@ export const allow = (warnings?: string[]): Verdict => ({
 });
 
 /** A denial kubectl prints exactly like built-in validation: `The <Kind> "<name>" is invalid: ...`. */
+export type FieldCause = Required<Pick<StatusCause, 'field' | 'message'>>;
+
+/** `field: Invalid value: <value>: <detail>`, as apimachinery's field.Invalid renders it. */
+export const invalidField = (field: string, value: unknown, detail: string): FieldCause => ({
+  field,
+  message: fieldErrorBody('Invalid value', value, detail),
+});
+
+/** The object's name as the API server will report it (generateName is resolved by then). */
+function nameOf(request: AdmissionRequest): string {
+  const name = request.name || request.object?.metadata?.name;
+  return typeof name === 'string' ? name : '';
+}
+
+export function denyInvalid(request: AdmissionRequest, causes: FieldCause[]): Verdict;
+export function denyInvalid(request: AdmissionRequest, name: string, causes: FieldCause[]): Verdict;
 export function denyInvalid(
   request: AdmissionRequest,
-  name: string,
-  causes: Required<Pick<StatusCause, 'field' | 'message'>>[],
+  nameOrCauses: string | FieldCause[],
+  maybeCauses?: FieldCause[],
 ): Verdict {
+  const [name, causes] =
+    typeof nameOrCauses === 'string'
+      ? [nameOrCauses, maybeCauses ?? []]
+      : [nameOf(request), nameOrCauses];
   const { group, kind } = request.kind;
   const groupKind = group ? `${kind}.${group}` : kind;
   const rendered = [...new Set(causes.map((c) => `${c.field}: ${c.message}`))];
   const list = rendered.length === 1 ? rendered[0] : `[${rendered.join(', ')}]`;
+  // apierrors.NewInvalid quotes the name with Go's %q.
+  const status = new StatusError(
+    422,
+    'Invalid',
+    `${groupKind} ${goQuote(name)} is invalid: ${list}`,
+    {
+      name,
+      group,
+      kind,
+      causes: causes.map((c) => ({
+        reason: 'FieldValueInvalid',
+        message: c.message,
+        field: c.field,
+      })),
+    },
+  ).status;
+  return { allowed: false, status };
+}
+
+/** A denial with a plain message (403 Forbidden unless another code is given), as `kubectl` prints it. */
+export function deny(message: string, code = 403, warnings?: string[]): Verdict {
+  const reason = code === 400 ? 'BadRequest' : code === 422 ? 'Invalid' : 'Forbidden';
   return {
     allowed: false,
-    status: {
-      kind: 'Status',
-      apiVersion: 'v1',
-      metadata: {},
-      status: 'Failure',
-      // apierrors.NewInvalid quotes the name with Go's %q.
-      message: `${groupKind} ${goQuote(name)} is invalid: ${list}`,
-      reason: 'Invalid',
-      details: {
-        name,
-        group,
-        kind,
-        causes: causes.map((c) => ({
-          reason: 'FieldValueInvalid',
-          message: c.message,
-          field: c.field,
-        })),
-      },
-      code: 422,
-    },
+    status: new StatusError(code, reason, message).status,
+    ...(warnings?.length ? { warnings } : {}),
   };
 }
+
+/** Allows the request as `object`: a mutating webhook's answer; annex computes the JSON Patch. */
+export const mutate = (object: KubeObject, warnings?: string[]): Verdict => ({
+  allowed: true,
+  object,
+  ...(warnings?.length ? { warnings } : {}),
+});

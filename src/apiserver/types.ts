@@ -58,6 +58,15 @@ export interface GroupVersionDecl {
   /** Versions served with the same resources, preferred first (e.g. ["v1beta1"]). */
   versions: string[];
   resources: ResourceDecl[];
+  /** How the group is registered with the aggregator (rendered into its APIServices). */
+  apiService?: {
+    /** Default 100. */
+    groupPriorityMinimum?: number;
+    /** By version; default 100 × (versions after it + 1), so the first is preferred. */
+    versionPriority?: Record<string, number>;
+    /** Rendered as the comment above the APIService YAML. */
+    description?: string;
+  };
 }
 
 /**

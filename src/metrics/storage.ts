@@ -5,7 +5,7 @@
 import type { Logger } from '../log.js';
 import type { KubeObject, Provider, Snapshot, WatchEvent } from '../apiserver/types.js';
 import { formatGoDuration, formatKubeTime } from './duration.js';
-import { WatchHistory } from './history.js';
+import { WatchHistory } from '../apiserver/watch-history.js';
 import type { MetricsBatch, MetricsPoint } from './points.js';
 import { formatCpu, formatMemory } from './quantity.js';
 

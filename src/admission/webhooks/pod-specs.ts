@@ -1,5 +1,6 @@
 // Where a PodSpec lives inside the built-in kinds, and how Kubernetes names its fields.
 import type { KubeObject } from '../../apiserver/types.js';
+import type { AdmissionRequest } from '../review.js';
 
 export interface PodSpecAt {
   /** Field path as validation prints it: "spec", "spec.template.spec", ... */
@@ -22,6 +23,33 @@ const SPEC_PATHS: Record<string, string[]> = {
 
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A container as a handler reads it: name and image are always strings ('' when absent). */
+export interface Container {
+  /** Its field path, as validation prints it: "spec.template.spec.containers[0]". */
+  path: string;
+  name: string;
+  image: string;
+  [field: string]: unknown;
+}
+
+/**
+ * The pod spec of a request's object (Pod, PodTemplate, workloads, Jobs, CronJobs), with
+ * its field path and its containers, each with its own field path.
+ */
+export function podSpecOfRequest(
+  req: AdmissionRequest,
+): (PodSpecAt & { containers: Container[] }) | undefined {
+  const at = req.object ? podSpecOf(req.object, req.kind.group, req.kind.kind) : undefined;
+  if (!at) return undefined;
+  const list = Array.isArray(at.spec.containers) ? (at.spec.containers as unknown[]) : [];
+  const text = (v: unknown) => (typeof v === 'string' ? v : '');
+  const containers = list.map((c, i) => {
+    const o = isObject(c) ? c : {};
+    return { ...o, path: `${at.path}.containers[${i}]`, name: text(o.name), image: text(o.image) };
+  });
+  return { ...at, containers };
+}
 
 export function podSpecOf(obj: KubeObject, group: string, kind: string): PodSpecAt | undefined {
   const path = SPEC_PATHS[`${group}/${kind}`];

@@ -1,0 +1,138 @@
+import { describe, expect, it } from 'vitest';
+import type { AdmissionRequest } from './review.js';
+import { allow } from './verdict.js';
+import {
+  matchingRegistration,
+  mutatingWebhook,
+  ruleMatches,
+  selectorMatches,
+  validatingWebhook,
+  webhookPath,
+} from './webhook.js';
+
+const req = (over: Partial<AdmissionRequest> = {}): AdmissionRequest => ({
+  uid: 'u',
+  kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+  resource: { group: 'apps', version: 'v1', resource: 'deployments' },
+  namespace: 'shop',
+  operation: 'CREATE',
+  object: { metadata: { name: 'web', labels: { tier: 'front' } } },
+  ...over,
+});
+
+describe('ruleMatches (admissionregistration semantics)', () => {
+  const rule = {
+    operations: ['CREATE' as const],
+    apiGroups: ['apps'],
+    apiVersions: ['v1'],
+    resources: ['deployments'],
+  };
+  it('matches group, version, resource and operation', () => {
+    expect(ruleMatches(rule, req())).toBe(true);
+    expect(ruleMatches(rule, req({ operation: 'UPDATE' }))).toBe(false);
+    expect(ruleMatches({ ...rule, apiGroups: ['batch'] }, req())).toBe(false);
+    expect(ruleMatches({ ...rule, apiVersions: ['v2'] }, req())).toBe(false);
+  });
+  it('keeps subresources apart: "*" is every resource, "*/*" every subresource too', () => {
+    const scale = req({ subResource: 'scale' });
+    expect(ruleMatches(rule, scale)).toBe(false);
+    expect(ruleMatches({ ...rule, resources: ['*'] }, scale)).toBe(false);
+    expect(ruleMatches({ ...rule, resources: ['*/*'] }, scale)).toBe(true);
+    expect(ruleMatches({ ...rule, resources: ['deployments/scale'] }, scale)).toBe(true);
+    expect(ruleMatches({ ...rule, resources: ['*/scale'] }, scale)).toBe(true);
+    expect(ruleMatches({ ...rule, resources: ['deployments/status'] }, scale)).toBe(false);
+  });
+  it('honours scope', () => {
+    expect(ruleMatches({ ...rule, scope: 'Namespaced' }, req())).toBe(true);
+    expect(ruleMatches({ ...rule, scope: 'Cluster' }, req())).toBe(false);
+    expect(ruleMatches({ ...rule, scope: 'Cluster' }, req({ namespace: '' }))).toBe(true);
+  });
+});
+
+describe('selectorMatches (metav1.LabelSelector)', () => {
+  it('ANDs matchLabels and every expression operator', () => {
+    const labels = { tier: 'front', env: 'prod' };
+    expect(selectorMatches({ matchLabels: { tier: 'front' } }, labels)).toBe(true);
+    expect(selectorMatches({ matchLabels: { tier: 'back' } }, labels)).toBe(false);
+    const ex = (operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist', values?: string[]) =>
+      selectorMatches(
+        { matchExpressions: [{ key: 'env', operator, ...(values ? { values } : {}) }] },
+        labels,
+      );
+    expect([
+      ex('In', ['prod']),
+      ex('In', ['dev']),
+      ex('NotIn', ['dev']),
+      ex('NotIn', ['prod']),
+    ]).toEqual([true, false, true, false]);
+    expect([ex('Exists'), ex('DoesNotExist')]).toEqual([true, false]);
+    expect(
+      selectorMatches({ matchExpressions: [{ key: 'x', operator: 'NotIn', values: ['a'] }] }, {}),
+    ).toBe(true);
+  });
+});
+
+describe('declaring webhooks', () => {
+  it('derives the path and configuration from the qualified name', () => {
+    const w = validatingWebhook({
+      name: 'pinned.example.com',
+      match: { kinds: ['Pod'] },
+      admit: () => allow(),
+    });
+    expect([w.name, w.configuration, webhookPath(w)]).toEqual([
+      'pinned',
+      'annex-pinned',
+      '/validate/pinned',
+    ]);
+    const m = mutatingWebhook({
+      name: 'x.example.com',
+      match: { kinds: ['Pod'] },
+      admit: () => allow(),
+    });
+    expect(webhookPath(m)).toBe('/mutate/x');
+  });
+  it('refuses names that are not qualified, webhooks that match nothing, and unknown kinds', () => {
+    const admit = () => allow();
+    expect(() => validatingWebhook({ name: 'pinned', match: { kinds: ['Pod'] }, admit })).toThrow(
+      /fully qualified/,
+    );
+    expect(() => validatingWebhook({ name: 'a.example.com', admit })).toThrow(
+      /declare what it matches/,
+    );
+    expect(() =>
+      validatingWebhook({ name: 'a.example.com', match: { kinds: ['Widget'] }, admit }),
+    ).toThrow(/"Widget" is not a built-in kind/);
+    expect(() =>
+      validatingWebhook({ name: 'a.example.com', match: { kinds: ['batch/Deployment'] }, admit }),
+    ).toThrow(/not a built-in kind/);
+  });
+  it('picks the first registration whose rules and object selector match', () => {
+    const w = mutatingWebhook({
+      name: 'd.example.com',
+      match: { kinds: ['Deployment'], operations: ['CREATE'] },
+      failurePolicy: 'Fail',
+      also: [
+        {
+          name: 'cr.example.com',
+          rules: [{ operations: ['*'], apiGroups: ['*'], apiVersions: ['*'], resources: ['*'] }],
+          objectSelector: { matchLabels: { opt: 'in' } },
+          failurePolicy: 'Ignore',
+        },
+      ],
+      admit: () => allow(),
+    });
+    expect(matchingRegistration(w, req())?.name).toBe('d.example.com');
+    const widget = req({ resource: { group: 'x.io', version: 'v1', resource: 'widgets' } });
+    expect(matchingRegistration(w, widget)).toBeUndefined();
+    const optedIn = { ...widget, object: { metadata: { name: 'w', labels: { opt: 'in' } } } };
+    expect(matchingRegistration(w, optedIn)?.name).toBe('cr.example.com');
+    // On DELETE the labels are the old object's.
+    const deleted = {
+      ...widget,
+      operation: 'DELETE' as const,
+      object: null,
+      oldObject: optedIn.object,
+    };
+    expect(matchingRegistration(w, deleted)?.name).toBe('cr.example.com');
+  });
+});

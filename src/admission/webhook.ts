@@ -1,0 +1,181 @@
+// A webhook is one declaration: the handler, and what the API server sends it. The same
+// rules are rendered into the Validating/MutatingWebhookConfiguration (src/manifests/)
+// and checked at run time before the handler is called, so the two cannot drift.
+import { rulesForKinds } from './kinds.js';
+import type { AdmissionRequest, Operation } from './review.js';
+import type { Verdict } from './verdict.js';
+
+export interface RuleWithOperations {
+  operations: (Operation | '*')[];
+  apiGroups: string[];
+  apiVersions: string[];
+  // Plural resource names: "*" for all resources, "*/*" with subresources, "pods/status".
+  resources: string[];
+  scope?: 'Cluster' | 'Namespaced' | '*';
+}
+
+/** metav1.LabelSelector, as webhook configurations write it. */
+export interface LabelSelectorSpec {
+  matchLabels?: Record<string, string>;
+  matchExpressions?: {
+    key: string;
+    operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
+    values?: string[];
+  }[];
+}
+
+/** One entry of the configuration's `webhooks:` list. Defaults are admissionregistration/v1's, except failurePolicy. */
+export interface Registration {
+  /** Fully qualified webhook name, e.g. "names.annex.dev". */
+  name: string;
+  rules: RuleWithOperations[];
+  /** Fail (the default) or Ignore: also what annex answers when the handler throws or overruns. */
+  failurePolicy?: 'Fail' | 'Ignore';
+  /** 1–30; default 10. */
+  timeoutSeconds?: number;
+  matchPolicy?: 'Equivalent' | 'Exact';
+  sideEffects?: 'None' | 'NoneOnDryRun';
+  namespaceSelector?: LabelSelectorSpec;
+  objectSelector?: LabelSelectorSpec;
+  /** Mutating webhooks only. */
+  reinvocationPolicy?: 'Never' | 'IfNeeded';
+}
+
+export type Admit = (request: AdmissionRequest, signal: AbortSignal) => Verdict | Promise<Verdict>;
+
+export interface Webhook {
+  /** URL segment: served at /validate/<name> or /mutate/<name>. */
+  name: string;
+  type: 'validating' | 'mutating';
+  /** Name of the webhook configuration object (default `annex-<name>`). */
+  configuration: string;
+  /** Rendered as the comment above the configuration. */
+  description?: string;
+  registrations: Registration[];
+  admit: Admit;
+}
+
+export type WebhookInit = Omit<Registration, 'name' | 'rules'> & {
+  /** Fully qualified: its first label is the URL segment ("pinned-images.example.com"). */
+  name: string;
+  /** Webhook rules, as in the configuration; or `match` for built-in kinds. */
+  rules?: RuleWithOperations[];
+  /** Built-in kinds ("Pod", "apps/Deployment"); operations default to CREATE and UPDATE. */
+  match?: { kinds: string[]; operations?: RuleWithOperations['operations'] };
+  configuration?: string;
+  description?: string;
+  /** More entries for the same handler (e.g. another failurePolicy for other resources). */
+  also?: Registration[];
+  admit: Admit;
+};
+
+function declare(type: Webhook['type'], init: WebhookInit): Webhook {
+  const {
+    name,
+    configuration,
+    description,
+    also = [],
+    admit,
+    match,
+    rules,
+    ...registration
+  } = init;
+  const segment = name.split('.')[0] ?? '';
+  if (!rules?.length && !match?.kinds.length) {
+    throw new TypeError(`webhook ${name}: declare what it matches (rules, or match.kinds)`);
+  }
+  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(segment) || !name.includes('.')) {
+    throw new TypeError(
+      `webhook name ${JSON.stringify(name)} must be fully qualified (e.g. "pinned-images.example.com")`,
+    );
+  }
+  return {
+    name: segment,
+    type,
+    configuration: configuration ?? `annex-${segment}`,
+    ...(description ? { description } : {}),
+    registrations: [
+      {
+        name,
+        rules: [
+          ...(rules ?? []),
+          ...(match ? rulesForKinds(match.kinds, match.operations ?? ['CREATE', 'UPDATE']) : []),
+        ],
+        ...registration,
+      },
+      ...also,
+    ],
+    admit,
+  };
+}
+
+/** A validating webhook: `admit` returns allow(), deny…() or warnings. */
+export const validatingWebhook = (init: WebhookInit): Webhook => declare('validating', init);
+
+/** A mutating webhook: `admit` may return mutate(changedObject) and annex computes the JSON Patch. */
+export const mutatingWebhook = (init: WebhookInit): Webhook => declare('mutating', init);
+
+export const webhookPath = (w: Pick<Webhook, 'type' | 'name'>): string =>
+  `/${w.type === 'mutating' ? 'mutate' : 'validate'}/${w.name}`;
+
+const has = (list: readonly string[], v: string) => list.includes('*') || list.includes(v);
+
+function resourceMatches(patterns: readonly string[], resource: string, sub: string): boolean {
+  return patterns.some((p) => {
+    const [pr = '', ps] = p.split('/');
+    if (ps === undefined) return sub === '' && (pr === '*' || pr === resource);
+    return (pr === '*' || pr === resource) && (ps === '*' || ps === sub);
+  });
+}
+
+export function ruleMatches(rule: RuleWithOperations, req: AdmissionRequest): boolean {
+  const r = req.resource;
+  const scope = rule.scope ?? '*';
+  const namespaced = typeof req.namespace === 'string' && req.namespace !== '';
+  return (
+    has(rule.operations, req.operation) &&
+    has(rule.apiGroups, r.group) &&
+    has(rule.apiVersions, r.version) &&
+    resourceMatches(rule.resources, r.resource, req.subResource ?? '') &&
+    (scope === '*' || (scope === 'Namespaced') === namespaced)
+  );
+}
+
+function labelsOf(o: unknown): Record<string, unknown> {
+  const labels = (o as { metadata?: { labels?: unknown } } | null | undefined)?.metadata?.labels;
+  return typeof labels === 'object' && labels !== null ? (labels as Record<string, unknown>) : {};
+}
+
+export function selectorMatches(sel: LabelSelectorSpec, labels: Record<string, unknown>): boolean {
+  for (const [k, v] of Object.entries(sel.matchLabels ?? {})) if (labels[k] !== v) return false;
+  for (const e of sel.matchExpressions ?? []) {
+    const present = Object.hasOwn(labels, e.key);
+    const value = labels[e.key];
+    const inValues = present && typeof value === 'string' && (e.values ?? []).includes(value);
+    const ok =
+      e.operator === 'In'
+        ? inValues
+        : e.operator === 'NotIn'
+          ? !inValues
+          : e.operator === 'Exists'
+            ? present
+            : !present;
+    if (!ok) return false;
+  }
+  return true;
+}
+
+/**
+ * The first registration the API server could have sent this request for. Rules and the
+ * object selector are checked here; the namespace selector needs the namespace's labels,
+ * which only the API server has, so it is trusted.
+ */
+export function matchingRegistration(w: Webhook, req: AdmissionRequest): Registration | undefined {
+  return w.registrations.find(
+    (reg) =>
+      reg.rules.some((rule) => ruleMatches(rule, req)) &&
+      (!reg.objectSelector ||
+        selectorMatches(reg.objectSelector, labelsOf(req.object)) ||
+        selectorMatches(reg.objectSelector, labelsOf(req.oldObject))),
+  );
+}
