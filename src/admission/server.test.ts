@@ -4,14 +4,25 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../log.js';
+import { webhookRoutes } from '../server/app.js';
 import { statusErrors } from '../server/errors.js';
-import { admissionWebhooks, MAX_REVIEW_BYTES } from './server.js';
-import { allow, denyInvalid, type Webhook } from './verdict.js';
+import type { Logger } from '../log.js';
+import { MAX_REVIEW_BYTES } from './server.js';
+import { allow, denyInvalid } from './verdict.js';
+import { mutatingWebhook, validatingWebhook, type Webhook } from './webhook.js';
 
 const log = createLogger('silent');
-const labeler: Webhook = {
-  name: 'labels',
-  type: 'mutating',
+const rules = [
+  {
+    operations: ['CREATE' as const],
+    apiGroups: ['apps'],
+    apiVersions: ['v1'],
+    resources: ['deployments'],
+  },
+];
+const labeler = mutatingWebhook({
+  name: 'labels.test.annex.dev',
+  rules,
   admit: (req) => ({
     allowed: true,
     object: {
@@ -19,26 +30,35 @@ const labeler: Webhook = {
       metadata: { ...req.object!.metadata, labels: { 'app.kubernetes.io/name': 'x', 'a~b': 'y' } },
     },
   }),
-};
-const namer: Webhook = {
-  name: 'names',
-  type: 'validating',
+});
+const namer = validatingWebhook({
+  name: 'names.test.annex.dev',
+  rules,
   admit: (req) =>
     req.object!.metadata.name.includes('.')
       ? denyInvalid(req, req.object!.metadata.name, [
           { field: 'metadata.name', message: 'Invalid value: "a.b": no dots' },
         ])
       : allow(['looks fine']),
-};
-const slow: Webhook = { name: 'slow', type: 'validating', admit: () => new Promise(() => {}) };
+});
+const slow = validatingWebhook({
+  name: 'slow.test.annex.dev',
+  rules,
+  admit: () => new Promise(() => {}),
+});
+
+/** The server's outer layer and its webhook routes, as src/server/app.ts composes them. */
+function webhookApp(hooks: Webhook[], logger: Logger = log): Koa {
+  const app = new Koa();
+  app.use(statusErrors(logger));
+  app.use(webhookRoutes(hooks, logger));
+  return app;
+}
 
 let server: Server;
 let base: string;
 beforeAll(async () => {
-  const app = new Koa();
-  app.use(statusErrors(log));
-  app.use(admissionWebhooks([labeler, namer, slow], log));
-  server = createServer(app.callback());
+  server = createServer(webhookApp([labeler, namer, slow]).callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -77,10 +97,7 @@ describe('admission webhook server: the review log line', () => {
         done();
       },
     });
-    const app = new Koa();
-    app.use(statusErrors(log));
-    app.use(admissionWebhooks([namer], createLogger('info', sink)));
-    const srv = createServer(app.callback());
+    const srv = createServer(webhookApp([namer], createLogger('info', sink)).callback());
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/validate/names`;
     const body = review('admission.k8s.io/v1', {
@@ -239,5 +256,78 @@ describe('admission webhook server', () => {
     const res = await fetch(base + '/validate/unknown', { method: 'POST' });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ kind: 'Status', reason: 'NotFound' });
+  });
+});
+
+describe('admission webhook server: the declaration decides', () => {
+  let calls = 0;
+  const thrower = (failurePolicy: 'Fail' | 'Ignore') =>
+    validatingWebhook({
+      name: `throws-${failurePolicy.toLowerCase()}.test.annex.dev`,
+      rules,
+      failurePolicy,
+      admit: () => {
+        calls++;
+        throw new TypeError('value "SECRET" is not a string');
+      },
+    });
+  let srv: Server;
+  let url = '';
+  const lines: string[] = [];
+  beforeAll(async () => {
+    const sink = new Writable({
+      write(chunk, _enc, done) {
+        lines.push(String(chunk));
+        done();
+      },
+    });
+    srv = createServer(
+      webhookApp([thrower('Fail'), thrower('Ignore')], createLogger('info', sink)).callback(),
+    );
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+  });
+  afterAll(() => new Promise<void>((r) => srv.close(() => r())));
+  const send = async (path: string, extra: object = {}) => {
+    const res = await fetch(url + path, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(review('admission.k8s.io/v1', { metadata: { name: 'a' } }, extra)),
+    });
+    return { status: res.status, json: (await res.json()) as any };
+  };
+
+  it('a handler that throws under failurePolicy Fail is a denial naming the error class, not an HTTP 500', async () => {
+    const r = await send('/validate/throws-fail');
+    expect(r.status).toBe(200);
+    expect(r.json.response).toMatchObject({
+      uid: 'c0ffee',
+      allowed: false,
+      status: {
+        code: 500,
+        reason: 'InternalError',
+        message: 'annex webhook "throws-fail.test.annex.dev" failed: TypeError',
+      },
+    });
+    expect(lines.join('')).not.toContain('SECRET');
+    expect(lines.some((l) => l.includes('"error":"TypeError"'))).toBe(true);
+  });
+
+  it('under failurePolicy Ignore it is allowed, with a warning', async () => {
+    const r = await send('/validate/throws-ignore');
+    expect(r.json.response).toEqual({
+      uid: 'c0ffee',
+      allowed: true,
+      warnings: [
+        'annex webhook "throws-ignore.test.annex.dev" failed: TypeError; allowed (failurePolicy Ignore)',
+      ],
+    });
+  });
+
+  it('a request no registration matches is allowed without calling the handler', async () => {
+    const before = calls;
+    const r = await send('/validate/throws-fail', { operation: 'DELETE' });
+    expect(r.json.response).toEqual({ uid: 'c0ffee', allowed: true });
+    expect(calls).toBe(before);
   });
 });

@@ -1,6 +1,6 @@
-// POST /mutate/<name> and /validate/<name>: one AdmissionReview in, one out.
-// Read top to bottom: route → content type → bounded body → parse → decide within
-// the API server's deadline → patch → answer in the request's apiVersion → one log line.
+// One AdmissionReview in, one out, for a declared webhook. Read top to bottom: content
+// type → bounded body → parse → match the declaration → decide within the API server's
+// deadline (failurePolicy on error) → patch → answer in the request's apiVersion → one log line.
 import type Koa from 'koa';
 import { Histogram, register } from 'prom-client';
 import getRawBody from 'raw-body';
@@ -13,7 +13,8 @@ import {
   type AdmissionRequest,
   type AdmissionResponse,
 } from './review.js';
-import type { Verdict, Webhook } from './verdict.js';
+import { allow, type Verdict } from './verdict.js';
+import { matchingRegistration, type Registration, type Webhook } from './webhook.js';
 
 /** An AdmissionReview carries object and oldObject, each up to the API server's 3 MiB. */
 export const MAX_REVIEW_BYTES = 7 * 1024 * 1024;
@@ -32,20 +33,12 @@ const reviewSeconds =
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
   });
 
-export function admissionWebhooks(webhooks: Webhook[], log: Logger): Koa.Middleware {
-  const routes = new Map(
-    webhooks.map((w) => [`/${w.type === 'mutating' ? 'mutate' : 'validate'}/${w.name}`, w]),
-  );
-  return async (ctx, next) => {
-    const webhook = routes.get(ctx.path);
-    if (!webhook) return next();
-    if (ctx.method !== 'POST') {
-      throw new StatusError(
-        405,
-        'MethodNotAllowed',
-        `${ctx.method} is not supported on admission webhook ${ctx.path}; use POST`,
-      );
-    }
+/** One webhook's endpoint: the router (src/server/app.ts) has matched its path and POST. */
+export function admissionReview(
+  webhook: Webhook,
+  log: Logger,
+): (ctx: Koa.Context) => Promise<void> {
+  return async (ctx) => {
     if (!ctx.is('application/json'))
       throw unsupportedMediaType(ctx.get('content-type') || '(none)');
 
@@ -59,7 +52,11 @@ export function admissionWebhooks(webhooks: Webhook[], log: Logger): Koa.Middlew
     }
     const { apiVersion, request } = parseReview(body);
 
-    const verdict = await decideWithin(webhook, request, timeoutMs(ctx.query.timeout));
+    // The declaration is the filter too: a request no registration could have sent is let be.
+    const registration = matchingRegistration(webhook, request);
+    const verdict = registration
+      ? await decideWithin(webhook, registration, request, timeoutMs(ctx.query.timeout), log)
+      : allow();
     const response = toResponse(webhook, request, verdict);
     ctx.type = 'application/json';
     ctx.body = reviewResponse(apiVersion, response);
@@ -92,32 +89,77 @@ function timeoutMs(q: unknown): number {
   return Math.max(ms - DEADLINE_MARGIN_MS, 50);
 }
 
-/** Runs the webhook with an abort signal; past the budget it denies rather than let the API server time out. */
+/**
+ * Runs the handler within the API server's deadline. A handler that throws or overruns
+ * gets the answer its registration's failurePolicy gives: Ignore allows (with a warning),
+ * Fail denies — as the API server itself would treat a webhook that failed.
+ */
 async function decideWithin(
   webhook: Webhook,
+  registration: Registration,
   request: AdmissionRequest,
   budgetMs: number,
+  log: Logger,
 ): Promise<Verdict> {
   const ac = new AbortController();
   let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<Verdict>((resolve) => {
+  const late = new Promise<Error>((resolve) => {
     timer = setTimeout(() => {
       ac.abort();
-      resolve({
-        allowed: false,
-        status: new StatusError(
-          504,
-          'Timeout',
-          `annex webhook "${webhook.name}" could not decide within ${budgetMs} ms`,
-        ).status,
-      });
+      resolve(new WebhookFailure(504, 'Timeout', `could not decide within ${budgetMs} ms`));
     }, budgetMs);
   });
+  // A mutating handler changes its own copy; the original is what the patch is computed from.
+  const mine =
+    webhook.type === 'mutating' && request.object
+      ? { ...request, object: structuredClone(request.object) }
+      : request;
   try {
-    return await Promise.race([Promise.resolve(webhook.admit(request, ac.signal)), late]);
+    const outcome = await Promise.race([
+      Promise.resolve()
+        .then(() => webhook.admit(mine, ac.signal))
+        .catch((e: unknown) => (e instanceof Error ? e : new Error(String(e)))),
+      late,
+    ]);
+    if (!(outcome instanceof Error)) return outcome;
+    return failed(webhook, registration, request, outcome, log);
   } finally {
     clearTimeout(timer);
   }
+}
+
+class WebhookFailure extends Error {
+  constructor(
+    readonly code: number,
+    readonly reason: 'Timeout' | 'InternalError',
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function failed(
+  webhook: Webhook,
+  registration: Registration,
+  request: AdmissionRequest,
+  err: Error,
+  log: Logger,
+): Verdict {
+  const cause = err instanceof WebhookFailure ? err : undefined;
+  const what = cause ? cause.message : `failed: ${err.name}`;
+  const message = `annex webhook "${registration.name}" ${what}`;
+  // The error's class only: a handler's message may quote the object.
+  log.error(
+    { webhook: webhook.name, uid: request.uid, error: err.name, kind: request.kind.kind },
+    'admission handler failed',
+  );
+  if (registration.failurePolicy === 'Ignore') {
+    return allow([`${message}; allowed (failurePolicy Ignore)`]);
+  }
+  return {
+    allowed: false,
+    status: new StatusError(cause?.code ?? 500, cause?.reason ?? 'InternalError', message).status,
+  };
 }
 
 function toResponse(webhook: Webhook, request: AdmissionRequest, v: Verdict): AdmissionResponse {

@@ -1,5 +1,5 @@
 // `annex demo`: a real kube-apiserver + etcd on loopback with annex plugged in — the
-// APIService and both webhooks registered — for trying every README scene with kubectl.
+// APIServices and webhooks of its features registered — for trying every README scene.
 // Needs a checkout (it builds the pinned control plane with test/cluster/build.sh).
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -13,19 +13,12 @@ import {
   applyObjects,
   ensureAnnexService,
   pointAtLocalAnnex,
-  repoManifest,
   type Kubectl,
 } from '../devcluster/wire.js';
+import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
 import { createLogger } from '../log.js';
 import { startAnnex } from '../server/start.js';
 import { UserError } from './errors.js';
-
-const REGISTRATIONS = [
-  'apiservice/apiservice.yaml',
-  'apiservice/metrics-k8s-io/apiservice.yaml',
-  'webhooks/validating-names.yaml',
-  'webhooks/mutating-defaults.yaml',
-];
 
 export function register(program: Command): void {
   program
@@ -67,7 +60,8 @@ export function register(program: Command): void {
       // No controller-manager runs: give `default` the ServiceAccount that `kubectl run` needs.
       await kubectl(['create', 'serviceaccount', 'default', '-n', 'default']);
       const caBundle = readFileSync(join(config.tls.dir, 'ca.crt')).toString('base64');
-      const objs = REGISTRATIONS.flatMap(repoManifest);
+      // What `annex manifests` renders for the features this annex runs.
+      const objs = renderObjects(declarationsOf(annex.features), serviceRefOf(config));
       await applyObjects(kubectl, pointAtLocalAnnex(objs, annex.port, caBundle));
       await kubectl([
         'wait',

@@ -7,13 +7,14 @@ import { register as serve } from './serve.js';
 import { register as certs } from './certs.js';
 import { register as defaults } from './defaults.js';
 import { register as demo } from './demo.js';
+import { register as manifests } from './manifests.js';
 
 const program = new Command('annex')
   .description('Extend a Kubernetes API server: aggregated API + admission webhooks')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
-for (const register of [serve, certs, defaults, demo]) register(program);
+for (const register of [serve, certs, defaults, demo, manifests]) register(program);
 
 try {
   await program.parseAsync(process.argv);

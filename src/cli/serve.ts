@@ -13,6 +13,7 @@ export function register(program: Command): void {
     .option('--port <port>', 'port to listen on', (v) => parsePort(v))
     .option('--certs <dir>', 'folder with ca.crt, tls.crt, tls.key')
     .option('--kubeconfig <file>', 'kubeconfig for the API server annex extends')
+    .option('--load <module...>', "modules of the user's own features (see README: Build your own)")
     .action(
       async (o: {
         config?: string;
@@ -20,6 +21,7 @@ export function register(program: Command): void {
         port?: number;
         certs?: string;
         kubeconfig?: string;
+        load?: string[];
       }) => {
         const overrides: ConfigOverrides = {
           server: { ...(o.host ? { host: o.host } : {}), ...(o.port ? { port: o.port } : {}) },
@@ -27,6 +29,7 @@ export function register(program: Command): void {
           kube: o.kubeconfig ? { kubeconfig: o.kubeconfig } : {},
         };
         const config = loadConfig({ file: o.config, overrides });
+        config.features.push(...(o.load ?? []));
         const log = createLogger(config.log.level);
         const annex = await startAnnex(config, log);
         const stop = () => {

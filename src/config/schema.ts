@@ -74,6 +74,8 @@ export interface Config {
   log: {
     level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
   };
+  /** Modules of the user's own features (paths, relative to the working directory). */
+  features: string[];
 }
 
 /** An empty object as a default: ajv then fills its fields from their own defaults. */
@@ -83,7 +85,7 @@ type Admission = Config['admission'];
 export const configSchema: JSONSchemaType<Config> = {
   type: 'object',
   additionalProperties: false,
-  required: ['server', 'tls', 'kube', 'admission', 'metrics', 'log'],
+  required: ['server', 'tls', 'kube', 'admission', 'metrics', 'log', 'features'],
   properties: {
     server: {
       type: 'object',
@@ -227,5 +229,6 @@ export const configSchema: JSONSchemaType<Config> = {
         },
       },
     },
+    features: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
   },
 };

@@ -1,13 +1,13 @@
-// The metrics-like group as the server mounts it: a source feeding the store, and the
-// group declarations (annex's own, and optionally metrics.k8s.io) over its providers.
+// The metrics-like group as a Feature: the group declarations (annex's own, and
+// optionally metrics.k8s.io) over a store, and a source (this machine, or every
+// kubelet) that feeds it once the server starts. Ready, as metrics-server, once it holds data.
 import { readFileSync } from 'node:fs';
-import type { GroupVersionDecl } from '../apiserver/types.js';
 import type { Config } from '../config/load.js';
-import type { KubeClient } from '../kube/client.js';
-import type { Logger } from '../log.js';
+import type { Feature, FeatureContext } from '../server/feature.js';
 import {
   metricsGroups,
   metricsK8sIoGroup,
+  MetricsStore,
   startMetrics,
   tokenFromFile,
   type MetricsPipeline,
@@ -17,38 +17,41 @@ import {
 
 const CLUSTER_CA = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';
 
-export interface MetricsFeature {
-  groups: GroupVersionDecl[];
-  pipeline: MetricsPipeline;
-}
-
-export function startMetricsFeature(
-  config: Config['metrics'],
-  kube: KubeClient | null,
-  log: Logger,
-): MetricsFeature {
-  const pipeline =
-    config.source === 'local' ? startLocal(config, log) : startKubelet(config, kube, log);
-  const { nodes, pods } = pipeline.store;
+export function metricsFeature(config: Config['metrics']): Feature {
+  const store = new MetricsStore({ resolutionMs: config.scrapeIntervalSeconds * 1000 });
+  const { nodes, pods } = store;
   const groups = [metricsGroups({ group: config.group, versions: ['v1beta1'], nodes, pods })];
   if (config.registerMetricsK8sIo) groups.push(metricsK8sIoGroup({ nodes, pods }));
-  return { groups, pipeline };
+  let pipeline: MetricsPipeline | undefined;
+  return {
+    name: 'metrics',
+    groups,
+    start: (ctx) => {
+      pipeline =
+        config.source === 'local'
+          ? startLocal(config, store, ctx)
+          : startKubelet(config, store, ctx);
+    },
+    stop: () => pipeline?.stop(),
+    ready: () => store.ready() || 'no node and pod metrics collected yet',
+  };
 }
 
-function startLocal(config: Config['metrics'], log: Logger): MetricsPipeline {
+function startLocal(config: Config['metrics'], store: MetricsStore, { log }: FeatureContext) {
   return startMetrics({
     source: 'local',
     intervalSeconds: config.scrapeIntervalSeconds,
     local: { namespace: config.localNamespace },
     log,
+    store,
   });
 }
 
 function startKubelet(
   config: Config['metrics'],
-  kube: KubeClient | null,
-  log: Logger,
-): MetricsPipeline {
+  store: MetricsStore,
+  { kube, log }: FeatureContext,
+) {
   if (!kube) {
     throw new Error(
       'metrics.source "kubelet" needs an API server: set kube.kubeconfig or run in a cluster',
@@ -79,5 +82,6 @@ function startKubelet(
       ...(k.tokenFile ? { bearerToken: tokenFromFile(k.tokenFile) } : {}),
     },
     log,
+    store,
   });
 }

@@ -161,6 +161,11 @@ export function metricsGroups(opts: MetricsGroupOptions): GroupVersionDecl {
     group,
     versions,
     resources: resources(group, versions[0] as string, opts.nodes, opts.pods, true),
+    apiService: {
+      description: `Registers annex's metrics-like group with the aggregation layer. The API server dials
+the Service annex.annex-system and checks the certificate for annex.annex-system.svc
+against caBundle (annex injects it: tls.inject, or \`annex certs inject\`).`,
+    },
   };
 }
 
@@ -176,5 +181,15 @@ export function metricsK8sIoGroup(opts: Omit<MetricsGroupOptions, 'group'>): Gro
     group: METRICS_K8S_IO,
     versions,
     resources: resources(METRICS_K8S_IO, versions[0] as string, opts.nodes, opts.pods, false),
+    apiService: {
+      // kubectl prefers v1 (KEP-5207); the aggregator converts nothing, so both are registered.
+      versionPriority: { v1: 200, v1beta1: 100 },
+      description: `Registers annex as metrics.k8s.io (config: metrics.registerMetricsK8sIo: true), so that an
+unmodified \`kubectl top node|pod\` and the HPA work where metrics-server is absent. APIService
+names are unique: remove metrics-server's v1beta1.metrics.k8s.io (or minikube's
+metrics-server addon) first. Both versions are registered, as KEP-5207 recommends from
+Kubernetes 1.37 on (kubectl prefers v1; the aggregator converts nothing, so an unregistered
+version is a 404).`,
+    },
   };
 }

@@ -39,12 +39,15 @@ export type MetricsPipelineOptions =
       intervalSeconds: number;
       local?: Omit<LocalSourceOptions, 'onBatch' | 'intervalSeconds' | 'log'>;
       log?: Logger;
+      /** The store to feed (default: a new one); lets a group be declared before the source starts. */
+      store?: MetricsStore;
     }
   | {
       source: 'kubelet';
       intervalSeconds: number;
       kubelet: Omit<KubeletScraperOptions, 'onBatch' | 'intervalSeconds' | 'log'>;
       log?: Logger;
+      store?: MetricsStore;
     };
 
 export interface MetricsPipeline {
@@ -58,10 +61,9 @@ export interface MetricsPipeline {
 
 export function startMetrics(opts: MetricsPipelineOptions): MetricsPipeline {
   const intervalMs = opts.intervalSeconds * 1000;
-  const store = new MetricsStore({
-    resolutionMs: intervalMs,
-    ...(opts.log ? { log: opts.log } : {}),
-  });
+  const store =
+    opts.store ??
+    new MetricsStore({ resolutionMs: intervalMs, ...(opts.log ? { log: opts.log } : {}) });
   const onBatch = store.store.bind(store);
   const log = opts.log ? { log: opts.log } : {};
   if (opts.source === 'local') {

@@ -1,16 +1,31 @@
 // The one place the request path is composed. Read it top to bottom: each middleware
-// does one thing, in the order k8s.io/apiserver's filter chain does it.
+// does one thing, in the order k8s.io/apiserver's filter chain does it. Nothing below is
+// specific to a feature: webhooks and groups come from the features' declarations.
+import Router from '@koa/router';
 import Koa from 'koa';
+import { admissionReview } from '../admission/server.js';
+import { webhookPath, type Webhook } from '../admission/webhook.js';
+import type { DelegatedAuth } from '../apiserver/auth/index.js';
+import { aggregatedApi, requestInfoMiddleware } from '../apiserver/handler.js';
+import { forbiddenPath, methodNotAllowedPath } from '../apiserver/status.js';
+import type { GroupVersionDecl } from '../apiserver/types.js';
 import type { Logger } from '../log.js';
-import { statusErrors } from './errors.js';
-import { health } from './health.js';
 import { accessLog } from './access-log.js';
+import { statusErrors } from './errors.js';
+import { health, type Readiness } from './health.js';
+import { prometheusEndpoint } from './prometheus.js';
 
 export interface AppParts {
   log: Logger;
-  isReady: () => boolean;
-  /** Feature middleware (webhooks, aggregated API), each passing on paths it does not own. */
-  features: Koa.Middleware[];
+  readiness: Readiness;
+  webhooks: Webhook[];
+  groups: GroupVersionDecl[];
+  /**
+   * Delegated authentication and authorization; null only without an API server, when
+   * annex listens on loopback (`trustLoopback`) or serves nothing but webhooks and probes.
+   */
+  auth: DelegatedAuth | null;
+  trustLoopback: boolean;
 }
 
 export function createApp(parts: AppParts): Koa {
@@ -19,7 +34,38 @@ export function createApp(parts: AppParts): Koa {
   app.silent = true;
   app.use(statusErrors(parts.log)); // 1. every failure below → a Status JSON
   app.use(accessLog(parts.log)); // 2. one line per request: method, path, code, latency
-  app.use(health(parts.isReady)); // 3. probes, before any authentication
-  for (const f of parts.features) app.use(f); // 4. webhooks, then the aggregated API
+  app.use(health(parts.readiness)); // 3. probes, before any authentication
+  app.use(webhookRoutes(parts.webhooks, parts.log)); // 4. AdmissionReviews from the API server
+  app.use(requestInfoMiddleware()); // 5. verb, group, resource, namespace, name: parsed once
+  if (parts.auth) {
+    app.use(parts.auth.authenticate); // 6. who: front-proxy cert + X-Remote-*, client cert, token
+    app.use(parts.auth.authorize); // 7. may they: SubjectAccessReview, cached
+  } else if (!parts.trustLoopback) {
+    app.use(refuseWithoutApiServer); // 6–7. nobody to ask: refuse all but the above
+  }
+  app.use(prometheusEndpoint()); // 8. GET /metrics
+  if (parts.groups.length) app.use(aggregatedApi(parts.groups)); // 9. discovery, OpenAPI, get/list/watch
   return app;
 }
+
+/** POST /validate/<name> and /mutate/<name>, one route per declared webhook. */
+export function webhookRoutes(list: Webhook[], log: Logger): Koa.Middleware {
+  const router = new Router();
+  for (const w of list) {
+    const review = admissionReview(w, log);
+    router.all(webhookPath(w), async (ctx) => {
+      if (ctx.method !== 'POST') throw methodNotAllowedPath();
+      await review(ctx);
+    });
+  }
+  return router.routes() as unknown as Koa.Middleware;
+}
+
+const refuseWithoutApiServer: Koa.Middleware = (ctx) => {
+  throw forbiddenPath(
+    'system:anonymous',
+    ctx.method.toLowerCase(),
+    ctx.path,
+    'annex has no API server to delegate authorization to',
+  );
+};

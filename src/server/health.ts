@@ -1,18 +1,36 @@
-// /livez, /readyz and /healthz answer like kube-apiserver's: "ok" as text, no auth,
-// so kubelet probes and the aggregator's checks never depend on the API server being up.
+// /livez, /readyz and /healthz answer like kube-apiserver's: "ok" as text, no auth, so
+// kubelet probes and the aggregator's checks never depend on the API server being up.
+// /readyz is the conjunction of every feature's readiness; `?verbose` lists each check,
+// and /readyz/<check> asks one, as the API server's healthz handlers do.
 import type Koa from 'koa';
 
 export const HEALTH_PATHS = new Set(['/livez', '/readyz', '/healthz']);
 
-export function health(isReady: () => boolean): Koa.Middleware {
+/** Named checks: true when passing, else the reason (shown by ?verbose). */
+export type Readiness = () => [name: string, result: true | string][];
+
+export function health(readiness: Readiness): Koa.Middleware {
   return async (ctx, next) => {
-    if (!HEALTH_PATHS.has(ctx.path) || (ctx.method !== 'GET' && ctx.method !== 'HEAD')) {
-      return next();
+    const [, root = '', one, extra] = ctx.path.split('/');
+    if (!HEALTH_PATHS.has(`/${root}`) || extra !== undefined) return next();
+    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
+    let checks: ReturnType<Readiness> = [['ping', true], ...(root === 'readyz' ? readiness() : [])];
+    if (one !== undefined) {
+      checks = checks.filter(([name]) => name === one);
+      if (checks.length === 0) return next();
     }
-    const ok = ctx.path !== '/readyz' || isReady();
-    ctx.status = ok ? 200 : 500;
+    const failed = checks.filter(([, r]) => r !== true);
     ctx.type = 'text/plain; charset=utf-8';
     ctx.set('X-Content-Type-Options', 'nosniff');
-    ctx.body = ok ? 'ok' : 'readyz check failed';
+    ctx.status = failed.length ? 503 : 200;
+    const verbose = failed.length > 0 || 'verbose' in ctx.query;
+    if (!verbose) {
+      ctx.body = 'ok';
+      return;
+    }
+    const lines = checks.map(([name, r]) =>
+      r === true ? `[+]${name} ok` : `[-]${name} failed: ${r}`,
+    );
+    ctx.body = `${lines.join('\n')}\n${root} check ${failed.length ? 'failed' : 'passed'}\n`;
   };
 }

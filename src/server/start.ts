@@ -1,9 +1,8 @@
-// The composition root: configuration in, a listening annex out. Everything the server
-// needs is built here once and passed down; nothing below reads globals or env.
+// The composition root: configuration and features in, a listening annex out. Everything
+// the server needs is built here once and passed down; nothing below reads globals or env,
+// and nothing here knows one feature from another.
 import { isIP } from 'node:net';
-import { admission } from '../admission/index.js';
 import { delegatedAuth, type DelegatedAuth } from '../apiserver/auth/index.js';
-import { aggregatedApiFeature } from '../apiserver/mount.js';
 import {
   ensureCertificates,
   loadServingMaterial,
@@ -11,22 +10,33 @@ import {
   type ServingMaterial,
 } from '../certs/index.js';
 import { hasTargets, injectWithClient } from '../certs/inject.js';
-import { ConfigError, type Config } from '../config/load.js';
+import { ConfigError, loadConfig, type Config, type ConfigOverrides } from '../config/load.js';
 import { connectKube } from '../kube/connect.js';
-import type { Logger } from '../log.js';
-import { startMetricsFeature, type MetricsFeature } from '../metrics/feature.js';
+import { createLogger, type Logger } from '../log.js';
+import { declarationsOf } from '../manifests/render.js';
 import { createApp } from './app.js';
+import { builtinFeatures } from './builtins.js';
+import { validateFeatures, type Feature } from './feature.js';
+import { loadFeatureModules } from './load-features.js';
 import { listen, type Listening, type TlsMaterial } from './listen.js';
 
 export interface Annex {
   url: string;
   port: number;
   listening: Listening;
-  metrics: MetricsFeature | null;
+  features: Feature[];
   close(): Promise<void>;
 }
 
-export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
+/**
+ * Starts annex with the features the configuration switches on, the modules it names
+ * (`features:`), and `extra` ones: certificates first, then the features, then the port.
+ */
+export async function startAnnex(
+  config: Config,
+  log: Logger,
+  extra: Feature[] = [],
+): Promise<Annex> {
   await prepareCertificates(config.tls, log);
   let serving: ServingMaterial;
   try {
@@ -38,17 +48,43 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
   const kube = connectKube(config.kube);
   const injectCa = caInjector(config, kube, log);
   await injectCa(serving.ca);
-  let auth: DelegatedAuth | null = null;
-  let metrics: MetricsFeature | null = null;
-  const features = [admission(config.admission, log)];
-  if (config.metrics.enabled) {
-    auth = await startAuth(config, kube, log);
-    metrics = startMetricsFeature(config.metrics, kube, log);
-    features.push(aggregatedApiFeature(metrics.groups, auth));
+  const features = [
+    ...builtinFeatures(config),
+    ...extra,
+    ...(await loadFeatureModules(config.features)),
+  ];
+  validateFeatures(features);
+  const { webhooks, groups } = declarationsOf(features);
+  const auth = await startAuth(config, kube, groups.length > 0, log);
+  const started: Feature[] = [];
+  const stopFeatures = async () => {
+    for (const f of started.reverse()) await f.stop?.();
+  };
+  try {
+    for (const f of features) {
+      await f.start?.({ kube, log: log.child({ feature: f.name }) });
+      started.push(f);
+    }
+  } catch (e) {
+    await stopFeatures();
+    auth?.stop();
+    kube?.close();
+    throw new ConfigError(
+      `feature "${features[started.length]?.name}" failed to start: ${(e as Error).message}`,
+    );
   }
 
+  const readiness = () =>
+    features.map((f): [string, true | string] => [f.name, f.ready?.() ?? true]);
   const tls = (): TlsMaterial => ({ ...serving, clientCAs: auth?.config.clientCAs() ?? [] });
-  const app = createApp({ log, isReady: () => true, features });
+  const app = createApp({
+    log,
+    readiness,
+    webhooks,
+    groups,
+    auth,
+    trustLoopback: isLoopback(config.server.host),
+  });
   const listening = await listenOrExplain(app, config, tls());
   const stopAuthWatch = auth?.config.onChange(() => listening.updateTls(tls()));
   const stopCertWatch = watchServingMaterial(
@@ -72,13 +108,13 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
     url: listening.url,
     port: listening.port,
     listening,
-    metrics,
+    features,
     close: async () => {
       stopCertWatch();
       stopAuthWatch?.();
-      auth?.stop();
-      await metrics?.pipeline.stop();
       await listening.close();
+      await stopFeatures();
+      auth?.stop();
       kube?.close();
     },
   };
@@ -123,16 +159,22 @@ async function prepareCertificates(tls: Config['tls'], log: Logger): Promise<voi
 }
 
 /**
- * Every aggregated request is authenticated and authorized by the API server annex
- * extends. With no API server at all (a laptop `npm start`), annex serves the group
- * unauthenticated, but only on a loopback address, and says so.
+ * Every request past the webhooks (/metrics, the aggregated API) is authenticated and
+ * authorized by the API server annex extends. With no API server at all (a laptop `npm
+ * start`), annex serves groups unauthenticated, but only on a loopback address, and says so.
  */
-async function startAuth(config: Config, kube: ReturnType<typeof connectKube>, log: Logger) {
+async function startAuth(
+  config: Config,
+  kube: ReturnType<typeof connectKube>,
+  servesGroups: boolean,
+  log: Logger,
+): Promise<DelegatedAuth | null> {
   if (kube) {
     const auth = delegatedAuth({ client: kube, log });
     await auth.start();
     return auth;
   }
+  if (!servesGroups) return null;
   if (!isLoopback(config.server.host)) {
     throw new ConfigError(
       `no API server to delegate authentication to (set kube.kubeconfig, or run in a cluster); refusing to serve the aggregated API unauthenticated on ${config.server.host} — use --host 127.0.0.1 for a local demo`,
@@ -166,4 +208,23 @@ async function listenOrExplain(
     }
     throw e;
   }
+}
+
+export interface ServeOptions {
+  /** A YAML configuration file, as `annex serve -c`. */
+  configFile?: string;
+  /** Settings over the file's (and the defaults). */
+  config?: ConfigOverrides;
+  /** The user's own features, served beside the built-in ones the configuration enables. */
+  features?: Feature[];
+  log?: Logger;
+}
+
+/** The public entry point: `await serve({ features: [mine] })`. */
+export async function serve(opts: ServeOptions = {}): Promise<Annex> {
+  const config = loadConfig({
+    ...(opts.configFile ? { file: opts.configFile } : {}),
+    ...(opts.config ? { overrides: opts.config } : {}),
+  });
+  return startAnnex(config, opts.log ?? createLogger(config.log.level), opts.features ?? []);
 }

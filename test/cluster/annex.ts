@@ -4,9 +4,11 @@
 // caBundle filled in. (No ClusterIP: nothing may leave loopback.)
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { request } from 'node:https';
 import { join } from 'node:path';
 import { loadConfig, type ConfigOverrides } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
+import type { Feature } from '../../src/server/feature.js';
 import { startAnnex, type Annex } from '../../src/server/start.js';
 import * as wire from '../../src/devcluster/wire.js';
 import { ANNEX_NAMESPACE, ANNEX_SERVICE } from '../../src/devcluster/wire.js';
@@ -24,7 +26,10 @@ export { ANNEX_NAMESPACE, ANNEX_SERVICE } from '../../src/devcluster/wire.js';
 export const repoManifest = wire.repoManifest;
 
 /** annex on 127.0.0.1:<free port>, certificates for annex.annex-system.svc, admin kubeconfig. */
-export async function startTestAnnex(overrides: ConfigOverrides = {}): Promise<TestAnnex> {
+export async function startTestAnnex(
+  overrides: ConfigOverrides = {},
+  features: Feature[] = [],
+): Promise<TestAnnex> {
   const certsDir = mkdtempSync(join(tmpdir(), 'annex-certs-'));
   const config = loadConfig({
     overrides: {
@@ -35,7 +40,7 @@ export async function startTestAnnex(overrides: ConfigOverrides = {}): Promise<T
       log: { level: (process.env.ANNEX_TEST_LOG as 'info') ?? 'silent', ...overrides.log },
     },
   });
-  const annex = await startAnnex(config, createLogger(config.log.level));
+  const annex = await startAnnex(config, createLogger(config.log.level), features);
   const caBundle = readFileSync(join(certsDir, 'ca.crt')).toString('base64');
   return {
     annex,
@@ -80,4 +85,31 @@ export async function registerApiServices(path: string, annex: TestAnnex): Promi
     ]);
   }
   return objs;
+}
+
+/** GET a path of a test annex directly (not through the API server), as a client certificate or nobody. */
+export function annexGet(
+  annex: TestAnnex,
+  path: string,
+  id?: readonly [certFile: string, keyFile: string],
+): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: annex.port,
+        path,
+        ca: readFileSync(join(annex.certsDir, 'ca.crt')),
+        ...(id ? { cert: readFileSync(id[0]), key: readFileSync(id[1]) } : {}),
+        servername: 'localhost',
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (d) => (body += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
+    req.on('error', reject);
+    req.end();
+  });
 }

@@ -116,7 +116,7 @@ describeCluster('aggregated API through the real kube-apiserver', (c) => {
         kubelet: { caFile: fake.caFile, timeoutSeconds: 1.5 } as Config['metrics']['kubelet'],
       },
     });
-    apiservices = await registerApiServices('apiservice/apiservice.yaml', annex);
+    apiservices = await registerApiServices('apiservice/metrics-annex-dev/apiservice.yaml', annex);
     // Two scrapes make the first rate: wait until every node and pod is served.
     const deadline = Date.now() + 30_000;
     for (;;) {
@@ -618,7 +618,11 @@ describeCluster('aggregated API through the real kube-apiserver', (c) => {
     });
     try {
       await applyObjects(
-        pointAtTestAnnex(repoManifest('apiservice/apiservice.yaml'), second.port, second.caBundle),
+        pointAtTestAnnex(
+          repoManifest('apiservice/metrics-annex-dev/apiservice.yaml'),
+          second.port,
+          second.caBundle,
+        ),
       );
       // The probe and admin (system:masters) need no review: wait until the second one serves.
       await eventually(async () => {

@@ -5,6 +5,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http2 from 'node:http2';
+import Koa from 'koa';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -19,7 +20,7 @@ import { requestInfoMiddleware } from '../../src/apiserver/request-info.js';
 import { opensslSelfSigned } from '../../src/devcluster/pki.js';
 import { KubeClient } from '../../src/kube/client.js';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.js';
-import { createApp } from '../../src/server/app.js';
+import { statusErrors } from '../../src/server/errors.js';
 import { listen, type Listening } from '../../src/server/listen.js';
 import { createNamespace, describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
 
@@ -82,11 +83,11 @@ describeCluster('delegated authn/authz', (c) => {
     const handler: import('koa').Middleware = (ctx) => {
       ctx.body = { user: ctx.state.user };
     };
-    return createApp({
-      log,
-      isReady: () => true,
-      features: [requestInfoMiddleware(), ...features, handler],
-    });
+    // The server's own first layers, then the auth middleware under test, then an echo.
+    const koa = new Koa();
+    koa.silent = true;
+    for (const m of [statusErrors(log), requestInfoMiddleware(), ...features, handler]) koa.use(m);
+    return koa;
   }
 
   beforeAll(async () => {

@@ -1,36 +1,11 @@
 // annex's own /metrics: behind delegated authn/authz like kube-apiserver's, and it says
 // when a kubelet cannot be scraped (the node is then missing from the list).
-import { readFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { freePort } from '../cluster/control-plane.js';
-import { startTestAnnex, type TestAnnex } from '../cluster/annex.js';
+import { annexGet, startTestAnnex, type TestAnnex } from '../cluster/annex.js';
 import { describeCluster, type ClusterInfo } from '../cluster/harness.js';
 import { createNode, eventually } from '../cluster/kubelet.js';
-
-function get(annex: TestAnnex, path: string, cert: string, key: string) {
-  return new Promise<{ status: number; body: string }>((resolve, reject) => {
-    const req = request(
-      {
-        host: '127.0.0.1',
-        port: annex.port,
-        path,
-        ca: readFileSync(join(annex.certsDir, 'ca.crt')),
-        cert: readFileSync(cert),
-        key: readFileSync(key),
-        servername: 'localhost',
-      },
-      (res) => {
-        let body = '';
-        res.on('data', (d) => (body += d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-      },
-    );
-    req.on('error', reject);
-    req.end();
-  });
-}
 
 describeCluster("annex's /metrics", (c: ClusterInfo) => {
   let annex: TestAnnex;
@@ -54,7 +29,7 @@ describeCluster("annex's /metrics", (c: ClusterInfo) => {
 
   it('counts scrape failures per node, and leaves the failed node out of the list', async () => {
     const body = await eventually(async () => {
-      const r = await get(annex, '/metrics', ...admin);
+      const r = await annexGet(annex, '/metrics', admin);
       expect(r.status).toBe(200);
       expect(r.body).toMatch(
         /^annex_metrics_scrape_failures_total\{node="unreachable-node"\} [1-9]/m,
@@ -63,13 +38,13 @@ describeCluster("annex's /metrics", (c: ClusterInfo) => {
     });
     expect(body).toContain('# TYPE annex_metrics_scrape_duration_seconds histogram');
     const list = JSON.parse(
-      (await get(annex, '/apis/metrics.annex.dev/v1beta1/nodes', ...admin)).body,
+      (await annexGet(annex, '/apis/metrics.annex.dev/v1beta1/nodes', admin)).body,
     );
     expect(list.items.map((n: any) => n.metadata.name)).not.toContain('unreachable-node');
   });
 
   it('is authorized with a SubjectAccessReview for the path', async () => {
-    const r = await get(annex, '/metrics', ...jane);
+    const r = await annexGet(annex, '/metrics', jane);
     expect(r.status).toBe(403);
     expect(JSON.parse(r.body)).toMatchObject({
       kind: 'Status',

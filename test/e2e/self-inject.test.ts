@@ -23,7 +23,7 @@ describeCluster('tls.inject: annex injects its own caBundle', () => {
     const port = await freePort();
     objs = pointAtTestAnnex(
       [
-        ...repoManifest('apiservice/apiservice.yaml'),
+        ...repoManifest('apiservice/metrics-annex-dev/apiservice.yaml'),
         ...repoManifest('webhooks/validating-names.yaml'),
       ],
       port,

@@ -9,7 +9,8 @@ import type { KubeObject } from '../../apiserver/types.js';
 import type { Config } from '../../config/load.js';
 import { defaultPodTemplateSpec } from '../defaults/index.js';
 import type { AdmissionRequest } from '../review.js';
-import { allow, type Verdict, type Webhook } from '../verdict.js';
+import { allow, type Verdict } from '../verdict.js';
+import { mutatingWebhook, type Webhook } from '../webhook.js';
 import { podSpecOf } from './pod-specs.js';
 
 export const MANAGED_BY = 'app.kubernetes.io/managed-by';
@@ -21,7 +22,48 @@ type Obj = Record<string, unknown>;
 const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function defaultsWebhook(settings: Settings): Webhook {
-  return { name: 'defaults', type: 'mutating', admit: (req) => applyAnnexDefaults(req, settings) };
+  const create = ['CREATE' as const];
+  return mutatingWebhook({
+    name: 'defaults.annex.dev',
+    description:
+      "Organisation defaults (resource requests, app.kubernetes.io/managed-by) on Pods and\nworkloads, and the API server's own pod-template defaults on custom resources that\nopt in with the label annex.dev/pod-defaults=enabled (CRDs get no built-in defaulting).",
+    rules: [
+      { operations: create, apiGroups: [''], apiVersions: ['v1'], resources: ['pods'] },
+      {
+        operations: create,
+        apiGroups: ['apps'],
+        apiVersions: ['v1'],
+        resources: ['deployments', 'statefulsets', 'daemonsets', 'replicasets'],
+      },
+      {
+        operations: create,
+        apiGroups: ['batch'],
+        apiVersions: ['v1'],
+        resources: ['jobs', 'cronjobs'],
+      },
+    ],
+    failurePolicy: 'Fail',
+    timeoutSeconds: 5,
+    reinvocationPolicy: 'Never',
+    also: [
+      {
+        name: 'custom-resource-defaults.annex.dev',
+        rules: [
+          {
+            operations: ['CREATE', 'UPDATE'],
+            apiGroups: ['*'],
+            apiVersions: ['*'],
+            resources: ['*'],
+            scope: 'Namespaced',
+          },
+        ],
+        objectSelector: { matchLabels: { 'annex.dev/pod-defaults': 'enabled' } },
+        failurePolicy: 'Ignore',
+        timeoutSeconds: 5,
+      },
+    ],
+    admit: (req) => applyAnnexDefaults(req, settings),
+  });
 }
 
 export function applyAnnexDefaults(req: AdmissionRequest, s: Settings): Verdict {

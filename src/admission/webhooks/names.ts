@@ -10,7 +10,8 @@ import {
   validateName,
 } from '../names/index.js';
 import type { AdmissionRequest } from '../review.js';
-import { allow, denyInvalid, type Verdict, type Webhook } from '../verdict.js';
+import { allow, denyInvalid, type Verdict } from '../verdict.js';
+import { validatingWebhook, type Webhook } from '../webhook.js';
 import { podSpecOf, valuesAt } from './pod-specs.js';
 
 /** Kinds whose name must be a DNS-1123 label (Service's own rule, DNS-1035, is stricter still). */
@@ -27,8 +28,32 @@ export const LABEL_NAMED_KINDS = new Set([
 
 type Cause = { field: string; message: string };
 
+const WORKLOADS = {
+  apiGroups: ['apps'],
+  apiVersions: ['v1'],
+  resources: ['deployments', 'statefulsets', 'daemonsets', 'replicasets'],
+};
+const JOBS = { apiGroups: ['batch'], apiVersions: ['v1'], resources: ['jobs', 'cronjobs'] };
+
 export function namesWebhook(): Webhook {
-  return { name: 'names', type: 'validating', admit: checkNames };
+  return validatingWebhook({
+    name: 'names.annex.dev',
+    description:
+      'Names that become hostnames and label values must be DNS-1123 labels, and names\nreferenced inside specs must satisfy the rule of the kind they name.',
+    rules: [
+      {
+        operations: ['CREATE', 'UPDATE'],
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        resources: ['pods', 'services'],
+      },
+      { operations: ['CREATE', 'UPDATE'], ...WORKLOADS },
+      { operations: ['CREATE', 'UPDATE'], ...JOBS },
+    ],
+    failurePolicy: 'Fail',
+    timeoutSeconds: 5,
+    admit: checkNames,
+  });
 }
 
 export function checkNames(req: AdmissionRequest): Verdict {

@@ -1,0 +1,47 @@
+// `annex manifests`: the APIService and webhook configuration objects of the enabled
+// features (built-in and --load'ed), rendered from their declarations — printed as YAML
+// for `kubectl apply -f -`, or written as the files the repo commits (--write DIR).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { Command } from 'commander';
+import { stringify } from 'yaml';
+import { loadConfig, type ConfigOverrides } from '../config/load.js';
+import { declarationsOf, renderFiles, renderObjects, serviceRefOf } from '../manifests/render.js';
+import { builtinFeatures } from '../server/builtins.js';
+import { loadFeatureModules } from '../server/load-features.js';
+
+/** Every built-in feature with every option on: what webhooks/ and apiservice/ hold. */
+export const ALL_BUILTINS: ConfigOverrides = { metrics: { registerMetricsK8sIo: true } };
+
+export function register(program: Command): void {
+  program
+    .command('manifests')
+    .description('print the APIServices and webhook configurations of the enabled features')
+    .option('-c, --config <file>', 'YAML configuration file')
+    .option('--load <module...>', "modules of the user's own features")
+    .option('--all', 'every built-in feature with every option on (what the repo commits)')
+    .option('--write <dir>', 'write webhooks/*.yaml and apiservice/*/apiservice.yaml under <dir>')
+    .action(async (o: { config?: string; load?: string[]; all?: boolean; write?: string }) => {
+      const config = loadConfig({ file: o.config, ...(o.all ? { overrides: ALL_BUILTINS } : {}) });
+      const features = [
+        ...builtinFeatures(config),
+        ...(await loadFeatureModules([...config.features, ...(o.load ?? [])])),
+      ];
+      const decls = declarationsOf(features);
+      const service = serviceRefOf(config);
+      if (!o.write) {
+        process.stdout.write(
+          renderObjects(decls, service)
+            .map((d) => stringify(d, { aliasDuplicateObjects: false }))
+            .join('---\n'),
+        );
+        return;
+      }
+      for (const [file, text] of renderFiles(decls, service)) {
+        const path = join(o.write, file);
+        mkdirSync(dirname(path), { recursive: true });
+        writeFileSync(path, text);
+        console.log(`wrote ${path}`);
+      }
+    });
+}

@@ -1,0 +1,77 @@
+// annex's public API: everything a user needs to extend a Kubernetes API server from
+// TypeScript in one file of their own. The built-in features use nothing else.
+
+// The Feature contract, and a server that runs features.
+export { defineFeature, type Feature, type FeatureContext } from './server/feature.js';
+export { serve, startAnnex, type Annex, type ServeOptions } from './server/start.js';
+export { loadConfig, ConfigError, type Config, type ConfigOverrides } from './config/load.js';
+export { createLogger, type Logger } from './log.js';
+
+// Admission webhooks: declare, decide, answer.
+export {
+  mutatingWebhook,
+  validatingWebhook,
+  type Admit,
+  type LabelSelectorSpec,
+  type Registration,
+  type RuleWithOperations,
+  type Webhook,
+  type WebhookInit,
+} from './admission/webhook.js';
+export {
+  allow,
+  deny,
+  denyInvalid,
+  invalidField,
+  mutate,
+  type FieldCause,
+  type Verdict,
+} from './admission/verdict.js';
+export { podSpecOfRequest as podSpecOf, type Container } from './admission/webhooks/pod-specs.js';
+export type { AdmissionRequest, GroupVersionKind, Operation } from './admission/review.js';
+export {
+  fieldErrorMessage,
+  goQuote,
+  validateName,
+  validateObjectName,
+  type NameRule,
+} from './admission/names/index.js';
+
+// Aggregated API groups: resources as data + a provider.
+export type {
+  GroupVersionDecl,
+  JsonSchema,
+  KubeObject,
+  Provider,
+  ResourceDecl,
+  Snapshot,
+  TableColumn,
+  Verb,
+  WatchEvent,
+} from './apiserver/types.js';
+export { ObjectStore } from './apiserver/object-store.js';
+export { resource, type ResourceInit } from './apiserver/resource.js';
+export { WatchHistory } from './apiserver/watch-history.js';
+export {
+  StatusError,
+  badRequest,
+  forbidden,
+  internalError,
+  invalid,
+  notFound,
+  type Status,
+  type StatusCause,
+  type StatusReason,
+} from './apiserver/status.js';
+
+// Talking to the API server annex extends.
+export { KubeClient, KubeApiError, type KubeList, type Query } from './kube/client.js';
+export { mirror, type Mirror } from './kube/mirror.js';
+
+// Registration objects rendered from declarations.
+export {
+  apiServices,
+  renderObjects,
+  webhookConfiguration,
+  type ServiceRef,
+} from './manifests/render.js';

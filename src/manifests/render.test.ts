@@ -1,0 +1,96 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { validatingWebhook } from '../admission/webhook.js';
+import { ALL_BUILTINS } from '../cli/manifests.js';
+import { loadConfig } from '../config/load.js';
+import { builtinFeatures } from '../server/builtins.js';
+import {
+  apiServices,
+  declarationsOf,
+  renderFiles,
+  serviceRefOf,
+  webhookConfiguration,
+} from './render.js';
+
+const repo = join(import.meta.dirname, '..', '..');
+const config = loadConfig({ overrides: ALL_BUILTINS });
+
+describe('the committed registration YAML', () => {
+  const files = renderFiles(declarationsOf(builtinFeatures(config)), serviceRefOf(config));
+
+  it('covers every built-in webhook and group', () => {
+    expect([...files.keys()].sort()).toEqual([
+      'apiservice/metrics-annex-dev/apiservice.yaml',
+      'apiservice/metrics-k8s-io/apiservice.yaml',
+      'webhooks/mutating-defaults.yaml',
+      'webhooks/validating-names.yaml',
+    ]);
+  });
+
+  it.each([...files.keys()])('%s is the rendering of the declarations (npm run manifests)', (f) => {
+    expect(readFileSync(join(repo, f), 'utf8')).toBe(files.get(f));
+  });
+
+  it('every rendered file is part of a kustomization', () => {
+    for (const f of files.keys()) {
+      const dir = f.slice(0, f.lastIndexOf('/'));
+      const k = parse(readFileSync(join(repo, dir, 'kustomization.yaml'), 'utf8'));
+      expect(k.resources).toContain(f.slice(dir.length + 1));
+    }
+    expect(existsSync(join(repo, 'apiservice', 'kustomization.yaml'))).toBe(true);
+  });
+});
+
+describe('rendering', () => {
+  const service = { namespace: 'tools', name: 'hooks', port: 9443 };
+  const hook = validatingWebhook({
+    name: 'pinned.example.com',
+    match: { kinds: ['Pod', 'apps/Deployment', 'StatefulSet'] },
+    admit: () => ({ allowed: true }),
+  });
+
+  it('turns match.kinds into one rule per group/version, with the admissionregistration defaults', () => {
+    const cfg = webhookConfiguration(hook, service) as any;
+    expect(cfg.kind).toBe('ValidatingWebhookConfiguration');
+    expect(cfg.metadata.name).toBe('annex-pinned');
+    const [w] = cfg.webhooks;
+    expect(w).toMatchObject({
+      name: 'pinned.example.com',
+      clientConfig: { service: { ...service, path: '/validate/pinned' } },
+      failurePolicy: 'Fail',
+      matchPolicy: 'Equivalent',
+      sideEffects: 'None',
+      timeoutSeconds: 10,
+      admissionReviewVersions: ['v1', 'v1beta1'],
+    });
+    expect(w.rules).toEqual([
+      {
+        operations: ['CREATE', 'UPDATE'],
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        resources: ['pods'],
+      },
+      {
+        operations: ['CREATE', 'UPDATE'],
+        apiGroups: ['apps'],
+        apiVersions: ['v1'],
+        resources: ['deployments', 'statefulsets'],
+      },
+    ]);
+    // annex's own namespace is never sent to annex, whatever it is called.
+    expect(w.namespaceSelector.matchExpressions[0].values).toEqual(['kube-system', 'tools']);
+    expect(w.reinvocationPolicy).toBeUndefined();
+  });
+
+  it('gives the first version the highest priority unless told otherwise', () => {
+    const g = { group: 'x.example.com', versions: ['v2', 'v1'], resources: [] };
+    expect(
+      apiServices(g, service).map((a: any) => [a.metadata.name, a.spec.versionPriority]),
+    ).toEqual([
+      ['v2.x.example.com', 200],
+      ['v1.x.example.com', 100],
+    ]);
+  });
+});

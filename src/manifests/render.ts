@@ -1,0 +1,126 @@
+// The registration objects the API server needs, rendered from the declarations: one
+// Validating/MutatingWebhookConfiguration per webhook and one APIService per served
+// group/version. The committed YAML under webhooks/ and apiservice/ is this rendering
+// (`annex manifests --write`); a test fails when they drift.
+import { stringify } from 'yaml';
+import type { GroupVersionDecl } from '../apiserver/types.js';
+import type { Config } from '../config/load.js';
+import type { Feature } from '../server/feature.js';
+import { webhookPath, type Webhook } from '../admission/webhook.js';
+
+/** Where the API server dials annex: a Service (in a cluster) on annex's port. */
+export interface ServiceRef {
+  namespace: string;
+  name: string;
+  port: number;
+}
+
+const LABELS = (component: string) => ({
+  'app.kubernetes.io/name': 'annex',
+  'app.kubernetes.io/component': component,
+});
+
+/** Never sent to annex: annex being down must not block the Pods that would bring it back. */
+export const protectedNamespaces = (service: ServiceRef) => ({
+  matchExpressions: [
+    {
+      key: 'kubernetes.io/metadata.name',
+      operator: 'NotIn' as const,
+      values: [...new Set(['kube-system', service.namespace])],
+    },
+  ],
+});
+
+export function webhookConfiguration(w: Webhook, service: ServiceRef): Record<string, unknown> {
+  const mutating = w.type === 'mutating';
+  return {
+    apiVersion: 'admissionregistration.k8s.io/v1',
+    kind: mutating ? 'MutatingWebhookConfiguration' : 'ValidatingWebhookConfiguration',
+    metadata: { name: w.configuration, labels: LABELS('admission') },
+    webhooks: w.registrations.map((r) => ({
+      name: r.name,
+      clientConfig: { service: { ...service, path: webhookPath(w) } },
+      rules: r.rules,
+      failurePolicy: r.failurePolicy ?? 'Fail',
+      matchPolicy: r.matchPolicy ?? 'Equivalent',
+      sideEffects: r.sideEffects ?? 'None',
+      timeoutSeconds: r.timeoutSeconds ?? 10,
+      ...(mutating ? { reinvocationPolicy: r.reinvocationPolicy ?? 'Never' } : {}),
+      admissionReviewVersions: ['v1', 'v1beta1'],
+      namespaceSelector: r.namespaceSelector ?? protectedNamespaces(service),
+      ...(r.objectSelector ? { objectSelector: r.objectSelector } : {}),
+    })),
+  };
+}
+
+export function apiServices(g: GroupVersionDecl, service: ServiceRef): Record<string, unknown>[] {
+  return g.versions.map((version, i) => ({
+    apiVersion: 'apiregistration.k8s.io/v1',
+    kind: 'APIService',
+    metadata: { name: `${version}.${g.group}`, labels: LABELS('aggregated-api') },
+    spec: {
+      group: g.group,
+      version,
+      groupPriorityMinimum: g.apiService?.groupPriorityMinimum ?? 100,
+      versionPriority: g.apiService?.versionPriority?.[version] ?? 100 * (g.versions.length - i),
+      service,
+    },
+  }));
+}
+
+export interface Declarations {
+  webhooks: Webhook[];
+  groups: GroupVersionDecl[];
+}
+
+const slug = (group: string) => group.replaceAll('.', '-');
+
+/** Repo-relative file → YAML text, each file led by its declaration's description. */
+export function renderFiles(d: Declarations, service: ServiceRef): Map<string, string> {
+  const files = new Map<string, string>();
+  for (const w of d.webhooks) {
+    files.set(
+      `webhooks/${w.type}-${w.name}.yaml`,
+      yamlFile([webhookConfiguration(w, service)], w.description),
+    );
+  }
+  for (const g of d.groups) {
+    files.set(
+      `apiservice/${slug(g.group)}/apiservice.yaml`,
+      yamlFile(apiServices(g, service), g.apiService?.description),
+    );
+  }
+  return files;
+}
+
+const HEADER = [
+  'caBundle: annex injects it (tls.inject), or run `annex certs inject`.',
+  'Rendered by `npm run manifests` from the declarations in src/: do not edit.',
+];
+
+function yamlFile(objs: Record<string, unknown>[], description?: string): string {
+  const comment = [...(description ? description.trim().split('\n') : []), ...HEADER]
+    .map((l) => `# ${l}`.trimEnd())
+    .join('\n');
+  return `${comment}\n${objs.map((o) => stringify(o, { lineWidth: 0, aliasDuplicateObjects: false })).join('---\n')}`;
+}
+
+/** Every rendered object, in file order (for `annex manifests` and `kubectl apply -f -`). */
+export function renderObjects(d: Declarations, service: ServiceRef): Record<string, unknown>[] {
+  return [
+    ...d.webhooks.map((w) => webhookConfiguration(w, service)),
+    ...d.groups.flatMap((g) => apiServices(g, service)),
+  ];
+}
+
+export const declarationsOf = (features: readonly Feature[]): Declarations => ({
+  webhooks: features.flatMap((f) => f.webhooks ?? []),
+  groups: features.flatMap((f) => f.groups ?? []),
+});
+
+/** The Service the API server dials, as the configuration names it. */
+export const serviceRefOf = (config: Config): ServiceRef => ({
+  namespace: config.tls.namespace,
+  name: config.tls.service,
+  port: config.server.port === 0 ? 8443 : config.server.port,
+});

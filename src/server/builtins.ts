@@ -1,0 +1,14 @@
+// The features annex ships, switched on by configuration. The server knows nothing more
+// about them than about a user's own: each is a Feature (src/server/feature.ts).
+import { defaultsFeature, namesFeature } from '../admission/index.js';
+import type { Config } from '../config/load.js';
+import { metricsFeature } from '../metrics/feature.js';
+import type { Feature } from './feature.js';
+
+export function builtinFeatures(config: Config): Feature[] {
+  const features: Feature[] = [];
+  if (config.admission.names.enabled) features.push(namesFeature());
+  if (config.admission.defaults.enabled) features.push(defaultsFeature(config.admission.defaults));
+  if (config.metrics.enabled) features.push(metricsFeature(config.metrics));
+  return features;
+}

@@ -1,0 +1,136 @@
+// The Feature contract against the real API server: a webhook-only annex still serves
+// /metrics behind delegated auth and a /readyz that means something; a user's feature
+// is registered from its declaration, and a handler that throws is answered by its
+// failurePolicy, as the API server treats a failing webhook.
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { validatingWebhook } from '../../src/admission/webhook.js';
+import { renderObjects, declarationsOf, serviceRefOf } from '../../src/manifests/render.js';
+import { loadConfig } from '../../src/config/load.js';
+import type { Feature } from '../../src/server/feature.js';
+import {
+  annexGet,
+  applyObjects,
+  deleteObjects,
+  ensureAnnexService,
+  pointAtTestAnnex,
+  startTestAnnex,
+  type TestAnnex,
+} from '../cluster/annex.js';
+import { createNamespace, describeCluster, kubectl, type ClusterInfo } from '../cluster/harness.js';
+import { eventually } from '../cluster/kubelet.js';
+
+describeCluster('the Feature contract', (c: ClusterInfo) => {
+  const admin = [join(c.dir, 'admin.crt'), join(c.dir, 'admin.key')] as const;
+  const jane = [join(c.dir, 'user.crt'), join(c.dir, 'user.key')] as const;
+  let ns = '';
+  let annex: TestAnnex;
+  let registered: any[] = [];
+
+  // A user's feature: two webhooks whose handlers throw, one per failurePolicy.
+  const broken = (name: string, failurePolicy: 'Fail' | 'Ignore') =>
+    validatingWebhook({
+      name,
+      match: { kinds: ['ConfigMap'], operations: ['CREATE'] },
+      failurePolicy,
+      admit: (req) => {
+        if (req.namespace === ns) throw new TypeError(`secret value ${JSON.stringify(req.object)}`);
+        return { allowed: true };
+      },
+    });
+  const mine: Feature = {
+    name: 'broken',
+    webhooks: [
+      broken('fails-closed.example.com', 'Fail'),
+      broken('fails-open.example.com', 'Ignore'),
+    ],
+  };
+
+  beforeAll(async () => {
+    ns = await createNamespace('toolkit');
+    // Webhook-only: the metrics feature is off.
+    annex = await startTestAnnex({ metrics: { enabled: false } }, [mine]);
+  });
+  afterAll(async () => {
+    await deleteObjects(registered);
+    await kubectl(['delete', 'namespace', ns, '--wait=false']);
+    await annex?.stop();
+  });
+
+  it('a webhook-only annex serves /metrics behind delegated authn/authz', async () => {
+    const ok = await annexGet(annex, '/metrics', admin);
+    expect(ok.status).toBe(200);
+    expect(ok.body).toContain('# TYPE annex_admission_review_duration_seconds histogram');
+    expect((await annexGet(annex, '/metrics', jane)).status).toBe(403);
+    expect((await annexGet(annex, '/metrics')).status).toBe(401);
+    // No group is declared, so there is no aggregated API to find.
+    expect((await annexGet(annex, '/apis/metrics.annex.dev/v1beta1', admin)).status).toBe(404);
+  });
+
+  it('/readyz lists every feature, without authentication', async () => {
+    const r = await annexGet(annex, '/readyz?verbose');
+    expect(r).toEqual({
+      status: 200,
+      body: '[+]ping ok\n[+]names ok\n[+]defaults ok\n[+]broken ok\nreadyz check passed\n',
+    });
+  });
+
+  it("a user's webhook is registered from its declaration; a throwing handler gets its failurePolicy", async () => {
+    const config = loadConfig({});
+    const objs = renderObjects(declarationsOf([mine]), serviceRefOf(config)) as any[];
+    for (const o of objs)
+      for (const w of o.webhooks)
+        w.namespaceSelector = { matchLabels: { 'kubernetes.io/metadata.name': ns } };
+    registered = pointAtTestAnnex(objs, annex.port, annex.caBundle);
+    await ensureAnnexService();
+    await applyObjects(registered);
+
+    const denied = await eventually(async () => {
+      const r = await kubectl([
+        'create',
+        'configmap',
+        'x',
+        '-n',
+        ns,
+        '--from-literal=k=SECRET-VALUE',
+      ]);
+      expect(r.stderr).toContain('fails-closed.example.com');
+      return r;
+    });
+    expect(denied.code).not.toBe(0);
+    expect(denied.stderr).toContain(
+      'admission webhook "fails-closed.example.com" denied the request: annex webhook "fails-closed.example.com" failed: TypeError',
+    );
+    // The handler's message quoted the object: the answer carries the error class only.
+    expect(denied.stderr).not.toContain('SECRET-VALUE');
+
+    // Fail closed no more: only the Ignore webhook remains, and the request goes through with a warning.
+    registered = registered.filter((o) => o.webhooks[0].name !== 'fails-closed.example.com');
+    await kubectl(['delete', 'validatingwebhookconfiguration', 'annex-fails-closed']);
+    const allowed = await eventually(async () => {
+      const r = await kubectl(['create', 'configmap', 'y', '-n', ns, '--from-literal=k=v']);
+      expect(r.code).toBe(0);
+      return r;
+    });
+    expect(allowed.stderr).toContain(
+      'Warning: annex webhook "fails-open.example.com" failed: TypeError; allowed (failurePolicy Ignore)',
+    );
+  });
+});
+
+describeCluster('readiness of the metrics feature', () => {
+  let annex: TestAnnex;
+  beforeAll(async () => {
+    annex = await startTestAnnex({ metrics: { scrapeIntervalSeconds: 3 } });
+  });
+  afterAll(() => annex?.stop());
+
+  it('is not ready until it holds data, as metrics-server', async () => {
+    const first = await annexGet(annex, '/readyz');
+    expect(first.status).toBe(503);
+    expect(first.body).toContain('[-]metrics failed: no node and pod metrics collected yet');
+    await eventually(async () =>
+      expect(await annexGet(annex, '/readyz')).toEqual({ status: 200, body: 'ok' }),
+    );
+  });
+});
