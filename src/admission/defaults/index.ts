@@ -2,7 +2,7 @@ export { applyDefaults, hasDefaults } from './apply.js';
 export type { ApplyDefaultsOptions } from './apply.js';
 export { defaultPodTemplateSpec } from './pod.js';
 export { defaultPullPolicy } from './container.js';
-export { canonicalQuantity } from './quantity.js';
+export { canonicalQuantity } from '../../apiserver/quantity.js';
 export { randomSuffix, SERVICE_ACCOUNT_MOUNT_PATH } from './plugins.js';
 export { applyServerFields, isClusterScoped, podQosClass } from './server.js';
 export type { ServerFieldsOptions } from './server.js';
