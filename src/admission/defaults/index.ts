@@ -3,6 +3,15 @@ export type { ApplyDefaultsOptions } from './apply.js';
 export { defaultPodTemplateSpec } from './pod.js';
 export { defaultPullPolicy } from './container.js';
 export { canonicalQuantity } from '../../apiserver/quantity.js';
+export {
+  LAST_APPLIED,
+  ObjectsError,
+  parseObjects,
+  renderObject,
+  renderText,
+  withLastApplied,
+} from './render.js';
+export type { RenderOptions } from './render.js';
 export { randomSuffix, SERVICE_ACCOUNT_MOUNT_PATH } from './plugins.js';
 export { applyServerFields, isClusterScoped, podQosClass } from './server.js';
 export type { ServerFieldsOptions } from './server.js';
