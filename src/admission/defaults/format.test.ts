@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { podQosClass } from './server.js';
+import { podQosClass } from './server-fields.js';
 import { goJson, goYamlKeyCompare, toKubectlYaml } from './yaml.js';
 import type { JsonObject } from './util.js';
 

@@ -4,7 +4,7 @@
 // prints, and what reaches a mutating webhook on a real cluster (§4 of admission.md).
 import { parseAllDocuments } from 'yaml';
 import { applyDefaults } from './apply.js';
-import { applyServerFields, isClusterScoped } from './server.js';
+import { applyServerFields, isClusterScoped } from './server-fields.js';
 import { isObject } from './util.js';
 import type { JsonObject } from './util.js';
 import { goJson, toKubectlYaml } from './yaml.js';
