@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
 import { decodeResourceMetrics } from './decode.js';
-import { ParseError } from './prometheus.js';
+import { ParseError } from './prometheus-text.js';
 
 const fixtureB = readFileSync(
   new URL('./fixtures/kubelet-resource-metrics.txt', import.meta.url),

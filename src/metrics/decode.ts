@@ -1,7 +1,7 @@
 // One kubelet /metrics/resource body → one node point and its pods' container points, with
 // metrics-server's selection and validity rules (kubelet-metrics.md §2.2): five families
 // only, conversions truncate, an incomplete node or pod is dropped from this scrape.
-import { parsePrometheusText } from './prometheus.js';
+import { parsePrometheusText } from './prometheus-text.js';
 import { msToNs, secondsToNs, truncUnsigned, type MetricsPoint } from './points.js';
 
 const NODE_CPU = 'node_cpu_usage_seconds_total';

@@ -9,7 +9,7 @@ import type {
   TableColumn,
   WatchEvent,
 } from '../apiserver/types.js';
-import { formatCpu, formatMemory, parseBytes, parseNanocores } from './quantity.js';
+import { formatCpu, formatMemory, parseBytes, parseNanocores } from '../apiserver/quantity.js';
 import { nodeMetricsSchema, podMetricsSchema } from './schema.js';
 
 export const DEFAULT_GROUP = 'metrics.annex.dev';

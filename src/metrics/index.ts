@@ -22,7 +22,7 @@ export {
   podUsageTotals,
 } from './group.js';
 export { nodeMetricsSchema, podMetricsSchema } from './schema.js';
-export { formatCpu, formatMemory, parseQuantity } from './quantity.js';
+export { formatCpu, formatMemory, parseQuantity } from '../apiserver/quantity.js';
 export type { MetricsBatch, MetricsPoint, NodeSample, PodSample } from './points.js';
 
 /** Where a projected ServiceAccount token lives in a Pod. */

@@ -1,6 +1,6 @@
 import os from 'node:os';
 import { describe, it, expect } from 'vitest';
-import { parseNanocores, parseBytes } from './quantity.js';
+import { parseNanocores, parseBytes } from '../apiserver/quantity.js';
 import { dnsLabel, LocalSource } from './local-source.js';
 import type { MetricsBatch } from './points.js';
 import { MetricsStore } from './storage.js';

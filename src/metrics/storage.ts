@@ -7,7 +7,7 @@ import type { KubeObject, Provider, Snapshot, WatchEvent } from '../apiserver/ty
 import { formatGoDuration, formatKubeTime } from './duration.js';
 import { WatchHistory } from '../apiserver/watch-history.js';
 import type { MetricsBatch, MetricsPoint } from './points.js';
-import { formatCpu, formatMemory } from './quantity.js';
+import { formatCpu, formatMemory } from '../apiserver/quantity.js';
 
 /** A container younger than this gets no synthetic first point: "can produce inaccurate data". */
 const FRESH_CONTAINER_MIN_NS = 10_000_000_000n;

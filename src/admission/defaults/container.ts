@@ -1,5 +1,5 @@
 // SetDefaults_Container, probes, handlers, ports and env (pkg/apis/core/v1/defaults.go).
-import { canonicalQuantity } from './quantity.js';
+import { canonicalQuantity } from '../../apiserver/quantity.js';
 import { child, isObject, isUnset, maybeChild, objectsIn, setDefault } from './util.js';
 import type { JsonObject } from './util.js';
 

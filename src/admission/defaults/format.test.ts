@@ -1,28 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { canonicalQuantity } from './quantity.js';
-import { podQosClass } from './server.js';
+import { podQosClass } from './server-fields.js';
 import { goJson, goYamlKeyCompare, toKubectlYaml } from './yaml.js';
 import type { JsonObject } from './util.js';
-
-describe('canonicalQuantity', () => {
-  it.each([
-    ['0.5', '500m'],
-    ['1000m', '1'],
-    ['1.5', '1500m'],
-    ['0.0001', '1m'],
-    ['100m', '100m'],
-    ['1024Mi', '1Gi'],
-    ['1536Mi', '1536Mi'],
-    ['512', '512'],
-    ['1000k', '1M'],
-    ['128974848', '128974848'],
-    ['129e6', '129e6'],
-    ['1e3', '1e3'],
-    ['0', '0'],
-    ['1Ki', '1Ki'],
-  ])('%s → %s', (input, out) => expect(canonicalQuantity(input)).toBe(out));
-  it('leaves unparsable text alone', () => expect(canonicalQuantity('lots')).toBe('lots'));
-});
 
 describe('podQosClass', () => {
   const pod = (resources: JsonObject): JsonObject => ({ containers: [{ name: 'c', resources }] });

@@ -2,9 +2,18 @@ export { applyDefaults, hasDefaults } from './apply.js';
 export type { ApplyDefaultsOptions } from './apply.js';
 export { defaultPodTemplateSpec } from './pod.js';
 export { defaultPullPolicy } from './container.js';
-export { canonicalQuantity } from './quantity.js';
+export { canonicalQuantity } from '../../apiserver/quantity.js';
+export {
+  LAST_APPLIED,
+  ObjectsError,
+  parseObjects,
+  renderObject,
+  renderText,
+  withLastApplied,
+} from './render.js';
+export type { RenderOptions } from './render.js';
 export { randomSuffix, SERVICE_ACCOUNT_MOUNT_PATH } from './plugins.js';
-export { applyServerFields, isClusterScoped, podQosClass } from './server.js';
-export type { ServerFieldsOptions } from './server.js';
+export { applyServerFields, isClusterScoped, podQosClass } from './server-fields.js';
+export type { ServerFieldsOptions } from './server-fields.js';
 export { goJson, goYamlKeyCompare, toKubectlYaml } from './yaml.js';
 export type { Json, JsonObject } from './util.js';

@@ -3,7 +3,7 @@
 // Cluster-specific values annex cannot know (allocated clusterIP/nodePorts, resourceVersion,
 // managedFields, which kubectl hides anyway) are left out.
 import { randomUUID } from 'node:crypto';
-import { quantityValue } from './quantity.js';
+import { quantityValue } from '../../apiserver/quantity.js';
 import { child, isObject, isUnset, maybeChild, objectsIn, setDefault } from './util.js';
 import type { JsonObject } from './util.js';
 

@@ -1,5 +1,6 @@
 import { describe, it, expect } from 'vitest';
 import {
+  canonicalQuantity,
   formatBinarySI,
   formatCpu,
   formatDecimalSI,
@@ -84,5 +85,29 @@ describe('parsing', () => {
     }
     expect(parseNanocores('2')).toBe(2_000_000_000n);
     expect(parseBytes('1M')).toBe(1_000_000n);
+  });
+});
+
+describe('canonicalQuantity', () => {
+  it.each([
+    ['0.5', '500m'],
+    ['1000m', '1'],
+    ['1.5', '1500m'],
+    ['0.0001', '1m'],
+    ['100m', '100m'],
+    ['1024Mi', '1Gi'],
+    ['1536Mi', '1536Mi'],
+    ['512', '512'],
+    ['1000k', '1M'],
+    ['128974848', '128974848'],
+    ['129e6', '129e6'],
+    ['1e3', '1e3'],
+    ['0', '0'],
+    ['1Ki', '1Ki'],
+  ])('%s → %s', (input, out) => expect(canonicalQuantity(input)).toBe(out));
+  it('leaves unparsable text alone', () => expect(canonicalQuantity('lots')).toBe('lots'));
+  it('keeps the value past E with an exponent, where Go would drop the suffix', () => {
+    expect(canonicalQuantity('1000E')).toBe('1e21');
+    expect(canonicalQuantity('1000e18')).toBe('1e21');
   });
 });

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
-import { parseGoFloat, parsePrometheusText, ParseError } from './prometheus.js';
+import { parseGoFloat, parsePrometheusText, ParseError } from './prometheus-text.js';
 
 const fixture = readFileSync(
   new URL('./fixtures/kubelet-resource-metrics.txt', import.meta.url),
