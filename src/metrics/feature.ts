@@ -4,12 +4,12 @@ import { readFileSync } from 'node:fs';
 import type { GroupVersionDecl } from '../apiserver/types.js';
 import type { Config } from '../config/load.js';
 import type { KubeClient } from '../kube/client.js';
+import { fileToken } from '../kube/token.js';
 import type { Logger } from '../log.js';
 import {
   metricsGroups,
   metricsK8sIoGroup,
   startMetrics,
-  tokenFromFile,
   type MetricsPipeline,
   type NodeLike,
   type PodLike,
@@ -76,7 +76,7 @@ function startKubelet(
         insecureSkipTLSVerify: k.insecureSkipTLSVerify,
         ...(k.clientCertFile ? { cert: read(k.clientCertFile), key: read(k.clientKeyFile) } : {}),
       },
-      ...(k.tokenFile ? { bearerToken: tokenFromFile(k.tokenFile) } : {}),
+      ...(k.tokenFile ? { bearerToken: fileToken(k.tokenFile) } : {}),
     },
     log,
   });
