@@ -13,6 +13,7 @@ export function register(program: Command): void {
     .option('--port <port>', 'port to listen on', (v) => parsePort(v))
     .option('--certs <dir>', 'folder with ca.crt, tls.crt, tls.key')
     .option('--kubeconfig <file>', 'kubeconfig for the API server annex extends')
+    .option('--context <name>', 'kubeconfig context to use (default: its current-context)')
     .action(
       async (o: {
         config?: string;
@@ -20,11 +21,15 @@ export function register(program: Command): void {
         port?: number;
         certs?: string;
         kubeconfig?: string;
+        context?: string;
       }) => {
         const overrides: ConfigOverrides = {
           server: { ...(o.host ? { host: o.host } : {}), ...(o.port ? { port: o.port } : {}) },
           tls: o.certs ? { dir: o.certs } : {},
-          kube: o.kubeconfig ? { kubeconfig: o.kubeconfig } : {},
+          kube: {
+            ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
+            ...(o.context ? { context: o.context } : {}),
+          },
         };
         const config = loadConfig({ file: o.config, overrides });
         const log = createLogger(config.log.level);
