@@ -2,7 +2,8 @@
 // and many minikube setups: run the command with KUBERNETES_EXEC_INFO, read an
 // ExecCredential from its stdout, keep it until status.expirationTimestamp (or until the
 // server answers 401), then run the command again. annex is never interactive: stdin is
-// closed and spec.interactive is false. Each run is bounded by the client's budget.
+// closed and spec.interactive is false; its stderr is kept for the one-line error rather
+// than passed through. Each run is bounded by the client's budget.
 import { spawn } from 'node:child_process';
 import { isAbsolute, resolve, sep } from 'node:path';
 import type { Credential, CredentialSource } from './credentials.js';
