@@ -8,8 +8,8 @@ import { ensureCertificates, type EnsureResult } from '../certs/ensure.js';
 import { formatInspectReport, inspectCertificates } from '../certs/inspect.js';
 import { injectWithClient, type InjectOutcome } from '../certs/inject.js';
 import { KubeClient } from '../kube/client.js';
-import { KubeApiError } from '../kube/errors.js';
-import { KubeconfigError, loadKubeconfig } from '../kube/kubeconfig.js';
+import { isKubeError } from '../kube/errors.js';
+import { defaultCredentials } from '../kube/kubeconfig.js';
 import { assertDnsLabel, assertDnsName, assertIp } from '../certs/names.js';
 import { UserError } from './errors.js';
 
@@ -36,7 +36,10 @@ export interface GenerateFlags {
 }
 
 export interface InjectFlags {
-  kubeconfig: string;
+  kubeconfig?: string;
+  context?: string;
+  /** Seconds to wait for the API server (connecting, each answer, an exec plugin). */
+  timeout?: number;
   caFile: string;
   apiservice?: string[];
   mutating?: string[];
@@ -89,7 +92,14 @@ export function register(program: Command): void {
     .description(
       'write the caBundle into APIServices and webhook configurations, as field manager annex',
     )
-    .requiredOption('--kubeconfig <file>', 'kubeconfig of the target cluster')
+    .option('--kubeconfig <file>', 'kubeconfig of the target cluster (default: as kubectl)')
+    .option('--context <name>', 'kubeconfig context to use (default: its current-context)')
+    .option(
+      '--timeout <seconds>',
+      'give up on a silent API server after this many seconds',
+      seconds('--timeout'),
+      10,
+    )
     .option('--ca-file <file>', 'CA certificate to inject', 'certs/ca.crt')
     .option('--apiservice <name...>', 'APIService names')
     .option('--mutating <name...>', 'MutatingWebhookConfiguration names')
@@ -163,11 +173,12 @@ export async function certsInject(o: InjectFlags, io: Io): Promise<InjectOutcome
     );
   }
   // Checked here so the message names the flag rather than a parser's internals.
-  if (!existsSync(o.kubeconfig))
+  if (o.kubeconfig && !existsSync(o.kubeconfig))
     throw new UserError(`--kubeconfig ${o.kubeconfig}: file not found`);
   let results: InjectOutcome[];
   try {
-    const kube = new KubeClient(loadKubeconfig(o.kubeconfig));
+    const creds = defaultCredentials({ kubeconfig: o.kubeconfig, context: o.context });
+    const kube = new KubeClient(creds, { timeoutMs: (o.timeout ?? 10) * 1000 });
     try {
       results = await injectWithClient(kube, Buffer.from(pem).toString('base64'), {
         apiServices: o.apiservice ?? [],
@@ -178,8 +189,7 @@ export async function certsInject(o: InjectFlags, io: Io): Promise<InjectOutcome
       kube.close();
     }
   } catch (e) {
-    if (e instanceof KubeconfigError || e instanceof KubeApiError)
-      throw new UserError((e as Error).message);
+    if (isKubeError(e)) throw new UserError(e.message);
     throw e;
   }
   for (const r of results) {
@@ -187,6 +197,15 @@ export async function certsInject(o: InjectFlags, io: Io): Promise<InjectOutcome
     io.err(`${r.changed ? 'patched' : 'unchanged'} ${r.kind} ${r.name}${where}`);
   }
   return results;
+}
+
+function seconds(flag: string): (v: string) => number {
+  return (v) => {
+    const n = Number(v);
+    if (!(n > 0) || !Number.isFinite(n))
+      throw new UserError(`${flag} must be a number of seconds > 0, got "${v}"`);
+    return n;
+  };
 }
 
 function days(flag: string, min = 0): (v: string) => number {

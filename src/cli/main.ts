@@ -1,7 +1,9 @@
 #!/usr/bin/env node
 // annex's command line: one file per command under src/cli/, registered here.
+import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
 import { ConfigError } from '../config/load.js';
+import { isKubeError } from '../kube/errors.js';
 import { UserError } from './errors.js';
 import { register as serve } from './serve.js';
 import { register as certs } from './certs.js';
@@ -9,8 +11,14 @@ import { register as defaults } from './defaults.js';
 import { register as demo } from './demo.js';
 import { register as manifests } from './manifests.js';
 
+// The package's own package.json: two levels up from src/cli/ and from dist/cli/ alike.
+const { version } = JSON.parse(
+  readFileSync(new URL('../../package.json', import.meta.url), 'utf8'),
+) as { version: string };
+
 const program = new Command('annex')
   .description('Extend a Kubernetes API server: aggregated API + admission webhooks')
+  .version(version, '-V, --version', 'print the annex version')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
@@ -20,8 +28,9 @@ try {
   await program.parseAsync(process.argv);
 } catch (err) {
   if (err instanceof CommanderError) process.exit(err.exitCode);
-  if (err instanceof UserError || err instanceof ConfigError) {
-    console.error(`annex: ${err.message}`);
+  // A kubeconfig annex cannot use, an API server that is not there or says no: one line.
+  if (err instanceof UserError || err instanceof ConfigError || isKubeError(err)) {
+    console.error(`annex: ${(err as Error).message}`);
     process.exit(err instanceof UserError ? err.exitCode : 1);
   }
   throw err;

@@ -14,6 +14,7 @@ export function register(program: Command): void {
     .option('--certs <dir>', 'folder with ca.crt, tls.crt, tls.key')
     .option('--kubeconfig <file>', 'kubeconfig for the API server annex extends')
     .option('--load <module...>', "modules of the user's own features (see README: Build your own)")
+    .option('--context <name>', 'kubeconfig context to use (default: its current-context)')
     .action(
       async (o: {
         config?: string;
@@ -22,11 +23,15 @@ export function register(program: Command): void {
         certs?: string;
         kubeconfig?: string;
         load?: string[];
+        context?: string;
       }) => {
         const overrides: ConfigOverrides = {
           server: { ...(o.host ? { host: o.host } : {}), ...(o.port ? { port: o.port } : {}) },
           tls: o.certs ? { dir: o.certs } : {},
-          kube: o.kubeconfig ? { kubeconfig: o.kubeconfig } : {},
+          kube: {
+            ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
+            ...(o.context ? { context: o.context } : {}),
+          },
         };
         const config = loadConfig({ file: o.config, overrides });
         config.features.push(...(o.load ?? []));

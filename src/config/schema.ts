@@ -27,8 +27,12 @@ export interface Config {
     inject: { apiServices: string[]; validatingWebhooks: string[]; mutatingWebhooks: string[] };
   };
   kube: {
-    /** Path to a kubeconfig; empty means in-cluster, or no cluster at all. */
+    /** Path to a kubeconfig; empty means $KUBECONFIG, else in-cluster, else no cluster at all. */
     kubeconfig: string;
+    /** Kubeconfig context to use; empty means its current-context. */
+    context: string;
+    /** Budget for connecting to the API server and for each answer (and an exec plugin run). */
+    timeoutSeconds: number;
   };
   admission: {
     names: {
@@ -125,8 +129,12 @@ export const configSchema: JSONSchemaType<Config> = {
     kube: {
       type: 'object',
       additionalProperties: false,
-      required: ['kubeconfig'],
-      properties: { kubeconfig: { type: 'string', default: '' } },
+      required: ['kubeconfig', 'context', 'timeoutSeconds'],
+      properties: {
+        kubeconfig: { type: 'string', default: '' },
+        context: { type: 'string', default: '' },
+        timeoutSeconds: { type: 'number', exclusiveMinimum: 0, default: 10 },
+      },
     },
     admission: {
       type: 'object',

@@ -4,38 +4,53 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer, type Server } from 'node:https';
-import type { AddressInfo } from 'node:net';
+import { createServer as createNetServer, type AddressInfo, type Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opensslSelfSigned } from '../devcluster/pki.js';
-import { KubeApiError, KubeClient, type WatchEvent } from './client.js';
+import { KubeApiError, KubeClient, KubeUnreachableError, type WatchEvent } from './client.js';
+import { staticToken, type Credential, type CredentialSource } from './credentials.js';
 
 type Handler = (req: IncomingMessage, res: ServerResponse, url: URL) => void;
 let handler: Handler = (_req, res) => res.end();
 let server: Server;
 let dir: string;
 let ca: Buffer;
-const seen: { method: string; url: string; auth?: string; type?: string; body: string }[] = [];
+const seen: {
+  method: string;
+  url: string;
+  auth?: string;
+  type?: string;
+  body: string;
+  clientCn?: string;
+}[] = [];
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'annex-kube-'));
   const tls = opensslSelfSigned(dir, 'serving', { cn: 'localhost', sans: ['IP:127.0.0.1'] });
   ca = Buffer.from(tls.cert);
-  server = createServer({ cert: tls.cert, key: tls.key }, (req, res) => {
-    let body = '';
-    req.on('data', (d) => (body += d));
-    req.on('end', () => {
-      seen.push({
-        method: req.method!,
-        url: req.url!,
-        auth: req.headers.authorization,
-        type: req.headers['content-type'],
-        body,
+  // Asks for a client certificate (as the API server does) without requiring one.
+  server = createServer(
+    { cert: tls.cert, key: tls.key, requestCert: true, rejectUnauthorized: false },
+    (req, res) => {
+      let body = '';
+      req.on('data', (d) => (body += d));
+      req.on('end', () => {
+        seen.push({
+          method: req.method!,
+          url: req.url!,
+          auth: req.headers.authorization,
+          type: req.headers['content-type'],
+          body,
+          clientCn: (req.socket as TLSSocket).getPeerCertificate().subject?.CN as
+            string | undefined,
+        });
+        handler(req, res, new URL(req.url!, 'https://x'));
       });
-      handler(req, res, new URL(req.url!, 'https://x'));
-    });
-  });
+    },
+  );
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
 }, 20_000);
 
@@ -45,14 +60,17 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function client(token?: () => string) {
+function client(auth?: string | CredentialSource, timeoutMs?: number) {
   const port = (server.address() as AddressInfo).port;
-  return new KubeClient({
-    server: `https://127.0.0.1:${port}`,
-    ca,
-    source: 'test',
-    ...(token ? { token } : {}),
-  });
+  return new KubeClient(
+    {
+      server: `https://127.0.0.1:${port}`,
+      ca,
+      source: 'test',
+      ...(auth ? { auth: typeof auth === 'string' ? staticToken(auth) : auth } : {}),
+    },
+    timeoutMs ? { timeoutMs } : {},
+  );
 }
 
 const json = (res: ServerResponse, code: number, body: unknown) => {
@@ -64,7 +82,7 @@ describe('KubeClient.request', () => {
   it('sends JSON, the bearer token, the patch content type and the apply query', async () => {
     seen.length = 0;
     handler = (_req, res) => json(res, 200, { ok: true });
-    const k = client(() => 'tok-1');
+    const k = client('tok-1');
     await k.patch('/api/v1/namespaces/a/configmaps/b', { data: {} }, 'apply', {
       fieldManager: 'annex',
       force: true,
@@ -97,9 +115,114 @@ describe('KubeClient.request', () => {
   it('gives up after timeoutMs', async () => {
     handler = () => {}; // never answers
     const k = client();
-    await expect(k.request('GET', '/slow', { timeoutMs: 200 })).rejects.toThrow(
-      'GET /slow: no answer within 200 ms',
+    const err = await k.request('GET', '/slow', { timeoutMs: 200 }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(KubeUnreachableError);
+    expect((err as Error).message).toBe(
+      `the API server at ${k.server} did not answer within 0.2 s (GET /slow)`,
     );
+    k.close();
+  });
+
+  it('gives up on a body that stops half-way, within the budget', async () => {
+    handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('{"items": [');
+    };
+    const k = client(undefined, 300);
+    const started = Date.now();
+    await expect(k.get('/half')).rejects.toThrow(
+      `the API server at ${k.server} stopped answering for 0.3 s (GET /half)`,
+    );
+    expect(Date.now() - started).toBeLessThan(2000);
+    k.close();
+  });
+});
+
+describe('KubeClient against no server', () => {
+  it('a closed port fails at once; a silent listener within the budget', async () => {
+    const closed = await new Promise<number>((resolve) => {
+      const s = createNetServer().listen(0, '127.0.0.1', () => {
+        const { port } = s.address() as AddressInfo;
+        s.close(() => resolve(port));
+      });
+    });
+    const dead = new KubeClient({ server: `https://127.0.0.1:${closed}`, source: 't' });
+    const err = await dead.get('/api').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(KubeUnreachableError);
+    expect((err as Error).message).toMatch(
+      new RegExp(
+        `^cannot connect to the API server at https://127.0.0.1:${closed}: .*ECONNREFUSED.* \\(GET /api\\)$`,
+      ),
+    );
+    dead.close();
+
+    // Accepts the TCP connection and never says a word (not even a TLS ServerHello).
+    const sockets: Socket[] = [];
+    const silent = createNetServer((sock) => sockets.push(sock));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as AddressInfo).port;
+    const mute = new KubeClient(
+      { server: `https://127.0.0.1:${port}`, source: 't' },
+      { timeoutMs: 300 },
+    );
+    const started = Date.now();
+    await expect(mute.get('/api')).rejects.toThrow(
+      `the API server at https://127.0.0.1:${port} did not answer within 0.3 s (GET /api)`,
+    );
+    expect(Date.now() - started).toBeLessThan(2000);
+    mute.close();
+    sockets.forEach((s) => s.destroy());
+    await new Promise((r) => silent.close(r));
+  });
+});
+
+describe('KubeClient credentials', () => {
+  it('on 401 drops the credential and retries once with a fresh one (exec, rotated file)', async () => {
+    seen.length = 0;
+    handler = (req, res) =>
+      req.headers.authorization === 'Bearer fresh'
+        ? json(res, 200, { ok: true })
+        : json(res, 401, {
+            kind: 'Status',
+            code: 401,
+            reason: 'Unauthorized',
+            message: 'Unauthorized',
+          });
+    let current = 'stale';
+    let rejected = 0;
+    const rotating: CredentialSource = {
+      get: () => ({ token: current }),
+      rejected: () => {
+        rejected++;
+        current = 'fresh';
+        return true;
+      },
+    };
+    const k = client(rotating);
+    expect(await k.get('/x')).toEqual({ ok: true });
+    expect(seen.map((s) => s.auth)).toEqual(['Bearer stale', 'Bearer fresh']);
+    expect(rejected).toBe(1);
+    k.close();
+
+    // A static token: no retry, the 401 is the answer.
+    seen.length = 0;
+    const fixed = client('stale');
+    await expect(fixed.get('/x')).rejects.toMatchObject({ code: 401 });
+    expect(seen).toHaveLength(1);
+    fixed.close();
+  });
+
+  it("presents an exec plugin's client certificate, and the new one after rotation", async () => {
+    handler = (_req, res) => json(res, 200, {});
+    const one = opensslSelfSigned(dir, 'client-one', { cn: 'plugin-one' });
+    const two = opensslSelfSigned(dir, 'client-two', { cn: 'plugin-two' });
+    let cred: Credential = { cert: Buffer.from(one.cert), key: Buffer.from(one.key) };
+    const k = client({ get: () => cred, rejected: () => false });
+    seen.length = 0;
+    await k.get('/a');
+    cred = { cert: Buffer.from(two.cert), key: Buffer.from(two.key) };
+    await k.get('/b');
+    expect(seen.map((s) => s.clientCn)).toEqual(['plugin-one', 'plugin-two']);
     k.close();
   });
 });

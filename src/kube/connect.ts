@@ -1,17 +1,21 @@
-// Which API server annex extends: the kubeconfig named in the configuration, else the
-// cluster annex runs in, else none (a local `npm start`). Never ~/.kube/config by
-// surprise: a demo must not quietly talk to whatever cluster the shell points at.
-import { existsSync } from 'node:fs';
+// Which API server `annex serve` extends: kube.kubeconfig (--kubeconfig), else $KUBECONFIG,
+// else the cluster annex runs in, else none (a local `npm start`). kube.context
+// (--context) picks the context. Never ~/.kube/config by surprise: a demo must not quietly
+// talk to whatever cluster the default file points at; $KUBECONFIG is a choice the shell
+// made, so it counts, as it does for kubectl.
 import type { Config } from '../config/load.js';
 import { KubeClient } from './client.js';
-import { inCluster, loadKubeconfig } from './kubeconfig.js';
+import { resolveCredentials } from './kubeconfig.js';
 
-const SA_DIR = '/var/run/secrets/kubernetes.io/serviceaccount';
-
-export function connectKube(config: Config['kube']): KubeClient | null {
-  if (config.kubeconfig) return new KubeClient(loadKubeconfig(config.kubeconfig));
-  if (process.env.KUBERNETES_SERVICE_HOST && existsSync(`${SA_DIR}/token`)) {
-    return new KubeClient(inCluster());
-  }
-  return null;
+export function connectKube(
+  config: Config['kube'],
+  opts: { env?: NodeJS.ProcessEnv } = {},
+): KubeClient | null {
+  const creds = resolveCredentials({
+    kubeconfig: config.kubeconfig,
+    context: config.context,
+    defaultFile: false,
+    ...(opts.env ? { env: opts.env } : {}),
+  });
+  return creds && new KubeClient(creds, { timeoutMs: config.timeoutSeconds * 1000 });
 }

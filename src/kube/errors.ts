@@ -76,3 +76,30 @@ export function statusFromBody(code: number, text: string): KubeStatus {
     message: `the server responded with status ${code}`,
   };
 }
+
+/** A kubeconfig, token file or credential plugin annex cannot use; the message names it. */
+export class KubeconfigError extends Error {
+  override name = 'KubeconfigError';
+}
+
+/**
+ * The API server could not be reached, or did not answer within the budget
+ * (kube.timeoutSeconds): refused, reset, TLS failure, or silence.
+ */
+export class KubeUnreachableError extends Error {
+  override name = 'KubeUnreachableError';
+}
+
+/** True for the failures a user fixes by pointing annex elsewhere: worth one line, no stack. */
+export function isKubeError(e: unknown): e is Error {
+  for (let cur = e, depth = 0; cur instanceof Error && depth < 5; depth++) {
+    if (
+      cur instanceof KubeconfigError ||
+      cur instanceof KubeUnreachableError ||
+      cur instanceof KubeApiError
+    )
+      return true;
+    cur = cur.cause;
+  }
+  return false;
+}

@@ -1,14 +1,31 @@
 // annex's door to the kube-apiserver: credentials, a typed client, watches.
 export {
+  credentialsFor,
   defaultCredentials,
-  fileToken,
   inCluster,
-  KubeconfigError,
   loadKubeconfig,
+  loadKubeconfigList,
+  mergeKubeconfigs,
   parseKubeconfig,
+  resolveCredentials,
   type KubeCredentials,
-  type TokenSource,
+  type MergedKubeconfig,
+  type ResolveOptions,
 } from './kubeconfig.js';
+export { fileToken, type FileToken } from './token.js';
+export {
+  staticToken,
+  tokenFileSource,
+  type Credential,
+  type CredentialSource,
+} from './credentials.js';
+export {
+  execCredentialSource,
+  parseExecConfig,
+  parseExecCredential,
+  type ExecConfig,
+} from './exec.js';
+export { isKubeError, KubeconfigError, KubeUnreachableError } from './errors.js';
 export {
   KubeApiError,
   KubeClient,

@@ -4,12 +4,12 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config/load.js';
 import type { Feature, FeatureContext } from '../server/feature.js';
+import { fileToken } from '../kube/token.js';
 import {
   metricsGroups,
   metricsK8sIoGroup,
   MetricsStore,
   startMetrics,
-  tokenFromFile,
   type MetricsPipeline,
   type NodeLike,
   type PodLike,
@@ -79,7 +79,7 @@ function startKubelet(
         insecureSkipTLSVerify: k.insecureSkipTLSVerify,
         ...(k.clientCertFile ? { cert: read(k.clientCertFile), key: read(k.clientKeyFile) } : {}),
       },
-      ...(k.tokenFile ? { bearerToken: tokenFromFile(k.tokenFile) } : {}),
+      ...(k.tokenFile ? { bearerToken: fileToken(k.tokenFile) } : {}),
     },
     log,
     store,

@@ -1,8 +1,5 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { describe, it, expect } from 'vitest';
-import { startMetrics, tokenFromFile } from './index.js';
+import { startMetrics } from './index.js';
 
 describe('startMetrics', () => {
   it('local source: ready with one node and one pod about a second after start', async () => {
@@ -26,16 +23,5 @@ describe('startMetrics', () => {
     expect(m.live()).toBe(true);
     expect(m.ready()).toBe(false);
     await m.stop();
-  });
-});
-
-describe('tokenFromFile', () => {
-  it('rereads the file on every call', () => {
-    const file = join(mkdtempSync(join(tmpdir(), 'annex-token-')), 'token');
-    writeFileSync(file, 'one\n');
-    const token = tokenFromFile(file);
-    expect(token()).toBe('one');
-    writeFileSync(file, 'two');
-    expect(token()).toBe('two');
   });
 });

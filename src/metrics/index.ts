@@ -1,6 +1,5 @@
 // Public surface of the metrics module, and the one function that wires a source to the
 // store: the server calls startMetrics() and declares metricsGroups() over its providers.
-import { readFileSync } from 'node:fs';
 import type { Logger } from '../log.js';
 import { KubeletScraper, type KubeletScraperOptions } from './kubelet-scraper.js';
 import { LocalSource, type LocalSourceOptions } from './local-source.js';
@@ -24,14 +23,6 @@ export {
 export { nodeMetricsSchema, podMetricsSchema } from './schema.js';
 export { formatCpu, formatMemory, parseQuantity } from '../apiserver/quantity.js';
 export type { MetricsBatch, MetricsPoint, NodeSample, PodSample } from './points.js';
-
-/** Where a projected ServiceAccount token lives in a Pod. */
-export const SERVICE_ACCOUNT_TOKEN = '/var/run/secrets/kubernetes.io/serviceaccount/token';
-
-/** A token reader that rereads the file each time, so kubelet rotation is picked up. */
-export function tokenFromFile(path = SERVICE_ACCOUNT_TOKEN): () => string | undefined {
-  return () => readFileSync(path, 'utf8').trim() || undefined;
-}
 
 export type MetricsPipelineOptions =
   | {

@@ -12,6 +12,9 @@ declare module 'vitest' {
 }
 
 export default async function setup(project: TestProject) {
+  // annex honours $KUBECONFIG, as kubectl does: the developer's own cluster must never
+  // reach an annex a test starts (the workers inherit this environment).
+  delete process.env.KUBECONFIG;
   const required = process.env.ANNEX_REQUIRE_CLUSTER === '1';
   const bins = ensureBinaries();
   if ('missing' in bins) {

@@ -3,16 +3,15 @@
 // availability probe (which verifies caBundle + `<svc>.<ns>.svc` since 1.36) and the webhook
 // client must accept a certificate from ensureCertificates, reject one without the `.svc`
 // SAN with Go's x509 error, and accept a caBundle written by `annex certs inject`.
-import { execFile } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createCa, ensureCertificates, issue } from '../../src/certs/index.js';
 import { applyObjects } from '../cluster/annex.js';
+import { expectOneLineError, runCli } from '../cluster/cli.js';
 import {
   createNamespace,
   describeCluster,
@@ -24,7 +23,6 @@ import {
 const NS = 'certs-e2e';
 const SVC = 'tiny';
 const SERVER_NAME = `${SVC}.${NS}.svc`;
-const cli = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'dist', 'cli', 'main.js');
 
 interface Tiny {
   port: number;
@@ -142,37 +140,6 @@ async function waitForCondition(
     await new Promise((r) => setTimeout(r, 500));
   }
   throw new Error(`apiservice ${name}: condition not reached, last ${JSON.stringify(last)}`);
-}
-
-interface CliResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
-
-function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  if (!existsSync(cli)) throw new Error(`${cli} is missing: run \`npm run build\` first`);
-  return new Promise((resolve) => {
-    execFile(
-      process.execPath,
-      [cli, ...args],
-      { timeout: 30_000, env: { ...process.env, ...env } },
-      (err, stdout, stderr) => {
-        const code = err ? (typeof err.code === 'number' ? err.code : -1) : 0;
-        resolve({ code, stdout, stderr });
-      },
-    );
-  });
-}
-
-/** A user error: exit 1, exactly one stderr line starting "annex: ", no stack trace. */
-function expectOneLineError(r: CliResult): string {
-  expect(r.code).toBe(1);
-  const lines = r.stderr.trim().split('\n');
-  expect(lines).toHaveLength(1);
-  expect(lines[0]).toMatch(/^annex: /);
-  expect(r.stderr).not.toMatch(/\n\s+at /);
-  return lines[0]!;
 }
 
 describeCluster('TLS certificates against the real API server', (c: ClusterInfo) => {
