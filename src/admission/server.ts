@@ -46,7 +46,7 @@ export function admissionWebhooks(webhooks: Webhook[], log: Logger): Koa.Middlew
         `${ctx.method} is not supported on admission webhook ${ctx.path}; use POST`,
       );
     }
-    if (!ctx.is('application/json'))
+    if (!/^application\/json\s*(;|$)/i.test(ctx.get('content-type')))
       throw unsupportedMediaType(ctx.get('content-type') || '(none)');
 
     const start = process.hrtime.bigint();
