@@ -5,7 +5,7 @@ import compose from 'koa-compose';
 import type Koa from 'koa';
 import type { DelegatedAuth } from './auth/index.js';
 import { prometheusEndpoint } from '../server/prometheus.js';
-import { aggregatedApi } from './handler.js';
+import { aggregatedApi, type AggregatedApiOptions } from './handler.js';
 import { requestInfoMiddleware } from './request-info.js';
 import type { GroupVersionDecl } from './types.js';
 
@@ -13,9 +13,10 @@ import type { GroupVersionDecl } from './types.js';
 export function aggregatedApiFeature(
   groups: GroupVersionDecl[],
   auth: DelegatedAuth | null,
+  opts: AggregatedApiOptions = {},
 ): Koa.Middleware {
   const chain: Koa.Middleware[] = [requestInfoMiddleware()];
   if (auth) chain.push(auth.authenticate, auth.authorize);
-  chain.push(prometheusEndpoint(), aggregatedApi(groups));
+  chain.push(prometheusEndpoint(), aggregatedApi(groups, opts));
   return compose(chain);
 }

@@ -23,6 +23,16 @@ export interface Annex {
   port: number;
   listening: Listening;
   metrics: MetricsFeature | null;
+  /**
+   * What SIGTERM does, as k8s.io/apiserver does it: /readyz turns 503 at once, serving
+   * goes on for server.shutdownDelaySeconds (endpoints and the API server stop sending),
+   * then close().
+   */
+  shutdown(): Promise<void>;
+  /**
+   * Stops accepting, GOAWAY / Connection: close, ends open watches, waits for in-flight
+   * requests up to server.shutdownTimeoutSeconds, then stops everything else.
+   */
   close(): Promise<void>;
 }
 
@@ -41,14 +51,17 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
   let auth: DelegatedAuth | null = null;
   let metrics: MetricsFeature | null = null;
   const features = [admission(config.admission, log)];
+  // Aborted when the drain starts: watches end cleanly rather than being reset.
+  const stopWatches = new AbortController();
   if (config.metrics.enabled) {
     auth = await startAuth(config, kube, log);
     metrics = startMetricsFeature(config.metrics, kube, log);
-    features.push(aggregatedApiFeature(metrics.groups, auth));
+    features.push(aggregatedApiFeature(metrics.groups, auth, { stop: stopWatches.signal }));
   }
 
   const tls = (): TlsMaterial => ({ ...serving, clientCAs: auth?.config.clientCAs() ?? [] });
-  const app = createApp({ log, isReady: () => true, features });
+  let shuttingDown = false;
+  const app = createApp({ log, isReady: () => !shuttingDown, features });
   const listening = await listenOrExplain(app, config, tls());
   const stopAuthWatch = auth?.config.onChange(() => listening.updateTls(tls()));
   const stopCertWatch = watchServingMaterial(
@@ -68,19 +81,34 @@ export async function startAnnex(config: Config, log: Logger): Promise<Annex> {
       ),
   );
   log.info({ url: listening.url }, 'annex is serving');
+  let closed: Promise<void> | undefined;
+  const close = () =>
+    (closed ??= (async () => {
+      shuttingDown = true;
+      const draining = listening.close();
+      stopWatches.abort();
+      const open = listening.connections().open;
+      log.info({ open, timeoutSeconds: config.server.shutdownTimeoutSeconds }, 'draining');
+      await draining;
+      stopCertWatch();
+      stopAuthWatch?.();
+      auth?.stop();
+      await metrics?.pipeline.stop();
+      kube?.close();
+    })());
   return {
     url: listening.url,
     port: listening.port,
     listening,
     metrics,
-    close: async () => {
-      stopCertWatch();
-      stopAuthWatch?.();
-      auth?.stop();
-      await metrics?.pipeline.stop();
-      await listening.close();
-      kube?.close();
+    shutdown: async () => {
+      shuttingDown = true;
+      const delaySeconds = config.server.shutdownDelaySeconds;
+      log.info({ delaySeconds }, 'shutting down: /readyz is 503, still serving');
+      await new Promise((r) => setTimeout(r, delaySeconds * 1000));
+      await close();
     },
+    close,
   };
 }
 
