@@ -39,7 +39,8 @@ export function admissionReview(
   log: Logger,
 ): (ctx: Koa.Context) => Promise<void> {
   return async (ctx) => {
-    if (!ctx.is('application/json'))
+    // By header, not ctx.is(): type-is sees no body in an HTTP/2 request without content-length.
+    if (!/^application\/json\s*(;|$)/i.test(ctx.get('content-type')))
       throw unsupportedMediaType(ctx.get('content-type') || '(none)');
 
     const start = process.hrtime.bigint();

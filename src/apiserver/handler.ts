@@ -34,6 +34,8 @@ export interface AggregatedApiOptions {
   maxWatchBufferBytes?: number;
   /** Clock for Table ages (tests). */
   now?: () => Date;
+  /** Aborted on server shutdown: open watches end cleanly instead of being reset. */
+  stop?: AbortSignal;
 }
 
 interface Docs {
@@ -118,6 +120,7 @@ export function aggregatedApi(
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds ?? 1800,
     maxWatchBufferBytes: opts.maxWatchBufferBytes ?? 16 * 1024 * 1024,
     now: opts.now ?? (() => new Date()),
+    stop: opts.stop,
   };
 
   const discovery = (ctx: Koa.Context, segs: string[]) => {

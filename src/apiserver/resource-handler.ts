@@ -29,6 +29,8 @@ export interface ResourceHandlerOptions {
   minRequestTimeoutSeconds: number;
   maxWatchBufferBytes: number;
   now: () => Date;
+  /** Aborted on server shutdown: open watches end cleanly. */
+  stop?: AbortSignal;
 }
 
 const WRITE_VERBS = new Set(['create', 'update', 'patch', 'delete', 'deletecollection']);
@@ -189,6 +191,7 @@ async function watch(
     bookmarkIntervalMs: opts.bookmarkIntervalMs,
     minRequestTimeoutSeconds: opts.minRequestTimeoutSeconds,
     maxBufferedBytes: opts.maxWatchBufferBytes,
+    stop: opts.stop,
   });
   ctx.req.once('close', w.close);
   ctx.res.once('close', w.close);

@@ -198,3 +198,27 @@ describe('startWatch', () => {
     expect(evs.length).toBeLessThan(100);
   });
 });
+
+describe('startWatch on server shutdown', () => {
+  it('ends the stream normally when the stop signal fires, and unsubscribes', async () => {
+    const p = new MemProvider();
+    p.set('a');
+    const stop = new AbortController();
+    const w = await startWatch(setup(p, 'watch=true', { stop: stop.signal }));
+    const events = collect(w.stream);
+    p.set('b');
+    stop.abort();
+    p.set('c'); // after the stop: not sent
+    expect(names(await events)).toEqual(['ADDED a', 'ADDED b']);
+    expect(p.listeners.size).toBe(0);
+  });
+
+  it('ends at once when shutdown began before the watch started', async () => {
+    const p = new MemProvider();
+    p.set('a');
+    const stop = new AbortController();
+    stop.abort();
+    const w = await startWatch(setup(p, 'watch=true', { stop: stop.signal }));
+    expect(names(await collect(w.stream))).toEqual(['ADDED a']);
+  });
+});

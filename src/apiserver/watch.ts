@@ -83,6 +83,8 @@ export interface WatchSetup {
   minRequestTimeoutSeconds: number;
   /** A client this far behind is cut off (it will re-watch), instead of growing memory. */
   maxBufferedBytes: number;
+  /** Server shutdown: the watch ends normally (the client re-watches elsewhere). */
+  stop?: AbortSignal;
 }
 
 export interface Watch {
@@ -108,6 +110,7 @@ export async function startWatch(s: WatchSetup): Promise<Watch> {
     unsubscribe?.();
     clearTimeout(timers.end);
     clearTimeout(timers.bookmark);
+    s.stop?.removeEventListener('abort', close);
     stream.end();
   };
   const write = (type: WatchEventType, object: unknown) => {
@@ -200,5 +203,7 @@ export async function startWatch(s: WatchSetup): Promise<Watch> {
     timers.bookmark = setTimeout(tick, s.bookmarkIntervalMs);
   }
   stream.once('close', close);
+  if (s.stop?.aborted) close();
+  else s.stop?.addEventListener('abort', close, { once: true });
   return { stream, close };
 }

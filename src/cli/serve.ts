@@ -37,12 +37,28 @@ export function register(program: Command): void {
         config.features.push(...(o.load ?? []));
         const log = createLogger(config.log.level);
         const annex = await startAnnex(config, log);
-        const stop = () => {
-          log.info('shutting down');
-          void annex.close().then(() => process.exit(0));
+        // The first signal drains (see Annex.shutdown); a second one exits at once.
+        let stopping = false;
+        const stop = (signal: NodeJS.Signals) => {
+          if (stopping) {
+            log.warn({ signal }, 'second signal: exiting without draining');
+            process.exit(1);
+          }
+          stopping = true;
+          log.info({ signal }, 'received signal');
+          annex.shutdown().then(
+            () => {
+              log.info('shut down');
+              process.exit(0);
+            },
+            (e: Error) => {
+              log.error({ error: e.message }, 'shutdown failed');
+              process.exit(1);
+            },
+          );
         };
-        process.once('SIGINT', stop);
-        process.once('SIGTERM', stop);
+        process.on('SIGINT', stop);
+        process.on('SIGTERM', stop);
       },
     );
 }

@@ -13,7 +13,16 @@ const file = (text: string) => {
 describe('loadConfig', () => {
   it('fills every default from the schema', () => {
     const c = loadConfig();
-    expect(c.server).toEqual({ host: '127.0.0.1', port: 8443, keepAliveTimeoutSeconds: 100 });
+    expect(c.server).toEqual({
+      host: '127.0.0.1',
+      port: 8443,
+      keepAliveTimeoutSeconds: 100,
+      requestTimeoutSeconds: 30,
+      handshakeTimeoutSeconds: 10,
+      maxConnections: 8192,
+      shutdownDelaySeconds: 10,
+      shutdownTimeoutSeconds: 15,
+    });
     expect(c.tls.service).toBe('annex');
     expect(c.admission.defaults.requests).toEqual({ cpu: '100m', memory: '128Mi' });
   });

@@ -7,8 +7,37 @@ export interface Config {
     /** Address to listen on; 0.0.0.0 inside a Pod, 127.0.0.1 for local runs. */
     host: string;
     port: number;
-    /** Above the API server's 90 s idle-connection timeout, so it never reuses a closed socket. */
+    /**
+     * Idle HTTP/1.1 keep-alive connections and idle HTTP/2 sessions (no open stream) are
+     * closed after this. Above the API server's 90 s idle-connection timeout, so it never
+     * reuses a closed socket. An open watch is not idle.
+     */
     keepAliveTimeoutSeconds: number;
+    /**
+     * Request headers and body must arrive within this, and a new connection must send its
+     * first request within it. The API server waits at most 30 s for a webhook.
+     */
+    requestTimeoutSeconds: number;
+    /** A TLS handshake must complete within this. */
+    handshakeTimeoutSeconds: number;
+    /**
+     * Open connections at most (keep it well below the file-descriptor limit). At the cap
+     * the connection idle the longest is closed for a newcomer; if none is idle, the
+     * newcomer is answered 503 with Retry-After and Connection: close (HTTP/2: GOAWAY).
+     */
+    maxConnections: number;
+    /**
+     * On SIGTERM, /readyz answers 503 at once and annex keeps serving this long, so that
+     * endpoints and the API server stop sending before it stops listening
+     * (kube-apiserver's --shutdown-delay-duration).
+     */
+    shutdownDelaySeconds: number;
+    /**
+     * After the delay: how long in-flight requests may take to finish before their
+     * connections are destroyed. Delay + timeout must fit in the Pod's
+     * terminationGracePeriodSeconds (30 s by default).
+     */
+    shutdownTimeoutSeconds: number;
   };
   tls: {
     /** Folder holding ca.crt, ca.key, tls.crt, tls.key; generated on first run if absent. */
@@ -94,12 +123,26 @@ export const configSchema: JSONSchemaType<Config> = {
     server: {
       type: 'object',
       additionalProperties: false,
-      required: ['host', 'port', 'keepAliveTimeoutSeconds'],
+      required: [
+        'host',
+        'port',
+        'keepAliveTimeoutSeconds',
+        'requestTimeoutSeconds',
+        'handshakeTimeoutSeconds',
+        'maxConnections',
+        'shutdownDelaySeconds',
+        'shutdownTimeoutSeconds',
+      ],
       properties: {
         host: { type: 'string', minLength: 1, default: '127.0.0.1' },
         // 0 asks the OS for a free port (tests).
         port: { type: 'integer', minimum: 0, maximum: 65535, default: 8443 },
         keepAliveTimeoutSeconds: { type: 'integer', minimum: 91, default: 100 },
+        requestTimeoutSeconds: { type: 'number', exclusiveMinimum: 0, default: 30 },
+        handshakeTimeoutSeconds: { type: 'number', exclusiveMinimum: 0, default: 10 },
+        maxConnections: { type: 'integer', minimum: 1, default: 8192 },
+        shutdownDelaySeconds: { type: 'number', minimum: 0, default: 10 },
+        shutdownTimeoutSeconds: { type: 'number', minimum: 0, default: 15 },
       },
     },
     tls: {

@@ -14,6 +14,7 @@ import { accessLog } from './access-log.js';
 import { statusErrors } from './errors.js';
 import { health, type Readiness } from './health.js';
 import { prometheusEndpoint } from './prometheus.js';
+import { unreadBody } from './unread-body.js';
 
 export interface AppParts {
   log: Logger;
@@ -26,12 +27,15 @@ export interface AppParts {
    */
   auth: DelegatedAuth | null;
   trustLoopback: boolean;
+  /** Aborted when the drain starts: open watches then end cleanly instead of being reset. */
+  stopWatches: AbortSignal;
 }
 
 export function createApp(parts: AppParts): Koa {
   const app = new Koa();
   // Koa's default 'error' listener prints stacks to stderr; statusErrors already logs.
   app.silent = true;
+  app.use(unreadBody()); // 0. an answer sent before its body was read: discard the rest, or close
   app.use(statusErrors(parts.log)); // 1. every failure below → a Status JSON
   app.use(accessLog(parts.log)); // 2. one line per request: method, path, code, latency
   app.use(health(parts.readiness)); // 3. probes, before any authentication
@@ -44,7 +48,7 @@ export function createApp(parts: AppParts): Koa {
     app.use(refuseWithoutApiServer); // 6–7. nobody to ask: refuse all but the above
   }
   app.use(prometheusEndpoint()); // 8. GET /metrics
-  if (parts.groups.length) app.use(aggregatedApi(parts.groups)); // 9. discovery, OpenAPI, get/list/watch
+  if (parts.groups.length) app.use(aggregatedApi(parts.groups, { stop: parts.stopWatches })); // 9. discovery, OpenAPI, get/list/watch
   return app;
 }
 

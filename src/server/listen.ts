@@ -2,9 +2,15 @@
 // webhook calls arrive over HTTP/1.1). Client certificates are requested but not
 // required: the aggregator presents its front-proxy certificate, webhook calls bring
 // none, and authentication decides what a certificate is worth.
+//
+// Every connection state has a bound, so hostile or broken clients cannot hold file
+// descriptors forever (see ./connections.ts): the TLS handshake, the first request on
+// a new connection, request headers and body, and idleness between requests. A long
+// response (a watch) is never cut: only its own timeout ends it.
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
+import { ConnectionTracker } from './connections.js';
 
 export interface TlsMaterial {
   cert: string;
@@ -13,14 +19,56 @@ export interface TlsMaterial {
   clientCAs?: string[];
 }
 
+export interface ListenOptions {
+  host: string;
+  port: number;
+  tls: TlsMaterial;
+  /** Idle time before an HTTP/1.1 keep-alive connection or an HTTP/2 session is closed. */
+  keepAliveTimeoutSeconds: number;
+  /** Headers and body must arrive within this; so must the first request on a new connection. */
+  requestTimeoutSeconds?: number;
+  /** A TLS handshake must complete within this. */
+  handshakeTimeoutSeconds?: number;
+  /** Open connections at most; beyond it the oldest idle one is shed, or the newcomer refused. */
+  maxConnections?: number;
+  /** close(): how long in-flight requests may take before their connections are destroyed. */
+  shutdownTimeoutSeconds?: number;
+}
+
 export interface Listening {
   server: http2.Http2SecureServer;
   port: number;
   url: string;
   /** Swap certificate or client CAs without dropping a connection. */
   updateTls(material: TlsMaterial): void;
+  /** Open connections, and how many of them are idle (figures for tests and logs). */
+  connections(): { open: number; idle: number };
+  /**
+   * Stops accepting, sends GOAWAY on HTTP/2 sessions and `Connection: close` on HTTP/1.1
+   * answers, closes idle connections, waits for in-flight requests up to
+   * shutdownTimeoutSeconds, then destroys what is left.
+   */
   close(): Promise<void>;
 }
+
+/**
+ * Go crypto/tls's default TLS 1.2 suites (what kube-apiserver itself accepts): ECDHE
+ * with AES-GCM or ChaCha20-Poly1305, then ECDHE with AES-CBC-SHA1, which Go still
+ * enables by default. No RSA key exchange (not forward secret), no CBC-SHA256, no 3DES.
+ * Only TLS 1.2 names: OpenSSL keeps its TLS 1.3 suites, which Go's equal.
+ */
+export const TLS12_CIPHERS = [
+  'ECDHE-ECDSA-AES128-GCM-SHA256',
+  'ECDHE-RSA-AES128-GCM-SHA256',
+  'ECDHE-ECDSA-AES256-GCM-SHA384',
+  'ECDHE-RSA-AES256-GCM-SHA384',
+  'ECDHE-ECDSA-CHACHA20-POLY1305',
+  'ECDHE-RSA-CHACHA20-POLY1305',
+  'ECDHE-ECDSA-AES128-SHA',
+  'ECDHE-RSA-AES128-SHA',
+  'ECDHE-ECDSA-AES256-SHA',
+  'ECDHE-RSA-AES256-SHA',
+].join(':');
 
 function secureOptions(m: TlsMaterial) {
   return {
@@ -30,24 +78,45 @@ function secureOptions(m: TlsMaterial) {
     requestCert: true,
     rejectUnauthorized: false,
     minVersion: 'TLSv1.2' as const,
+    ciphers: TLS12_CIPHERS,
   };
 }
 
-export async function listen(
-  app: Koa,
-  opts: { host: string; port: number; keepAliveTimeoutSeconds: number; tls: TlsMaterial },
-): Promise<Listening> {
+export async function listen(app: Koa, opts: ListenOptions): Promise<Listening> {
+  const requestMs = (opts.requestTimeoutSeconds ?? 30) * 1000;
+  const keepAliveMs = opts.keepAliveTimeoutSeconds * 1000;
+  const tracker = new ConnectionTracker({
+    maxConnections: opts.maxConnections ?? 8192,
+    requestTimeoutMs: requestMs,
+    keepAliveTimeoutMs: keepAliveMs,
+  });
   const server = http2.createSecureServer(
-    { ...secureOptions(opts.tls), allowHTTP1: true, settings: { maxConcurrentStreams: 250 } },
-    app.callback(),
+    {
+      ...secureOptions(opts.tls),
+      allowHTTP1: true,
+      settings: { maxConcurrentStreams: 250 },
+      handshakeTimeout: (opts.handshakeTimeoutSeconds ?? 10) * 1000,
+    },
+    tracker.handler(app.callback()),
   );
   // HTTP/1.1 connections go through node:http's connection handling, which reads these
-  // from the server object: keep idle sockets longer than the API server's 90 s pool.
-  const h1 = server as unknown as { keepAliveTimeout: number; headersTimeout: number };
-  h1.keepAliveTimeout = opts.keepAliveTimeoutSeconds * 1000;
-  h1.headersTimeout = opts.keepAliveTimeoutSeconds * 1000 + 1000;
-  // HTTP/2 sessions: no idle timeout of our own; the client closes them.
+  // from the server object: idle sockets live longer than the API server's 90 s pool;
+  // headers and body (and the first request of a fresh connection) get requestTimeout,
+  // checked every second rather than every 30.
+  const h1 = server as unknown as {
+    keepAliveTimeout: number;
+    headersTimeout: number;
+    requestTimeout: number;
+    connectionsCheckingInterval: number;
+  };
+  h1.keepAliveTimeout = keepAliveMs;
+  h1.requestTimeout = requestMs;
+  h1.headersTimeout = requestMs;
+  h1.connectionsCheckingInterval = Math.min(1000, requestMs);
+  // No socket inactivity timeout: idleness is judged per request/stream by the tracker,
+  // so an open watch is never "idle".
   server.setTimeout(0);
+  tracker.attach(server);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -58,26 +127,17 @@ export async function listen(
   });
   const port = (server.address() as AddressInfo).port;
   const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  const sessions = new Set<http2.ServerHttp2Session>();
-  server.on('session', (s) => {
-    sessions.add(s);
-    s.once('close', () => sessions.delete(s));
-  });
-  const sockets = new Set<import('node:net').Socket>();
-  server.on('secureConnection', (s) => {
-    sockets.add(s);
-    s.once('close', () => sockets.delete(s));
-  });
+  let closing: Promise<void> | undefined;
   return {
     server,
     port,
     url: `https://${host}:${port}`,
     updateTls: (m) => server.setSecureContext(secureOptions(m)),
+    connections: () => tracker.counts(),
     close: () =>
-      new Promise<void>((resolve) => {
+      (closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
-        for (const s of sessions) s.close();
-        for (const s of sockets) s.destroy();
-      }),
+        tracker.drain((opts.shutdownTimeoutSeconds ?? 30) * 1000);
+      })),
   };
 }

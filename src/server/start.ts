@@ -25,6 +25,16 @@ export interface Annex {
   port: number;
   listening: Listening;
   features: Feature[];
+  /**
+   * What SIGTERM does, as k8s.io/apiserver does it: /readyz turns 503 at once, serving
+   * goes on for server.shutdownDelaySeconds (endpoints and the API server stop sending),
+   * then close().
+   */
+  shutdown(): Promise<void>;
+  /**
+   * Stops accepting, GOAWAY / Connection: close, ends open watches, waits for in-flight
+   * requests up to server.shutdownTimeoutSeconds, then stops the features.
+   */
   close(): Promise<void>;
 }
 
@@ -74,8 +84,13 @@ export async function startAnnex(
     );
   }
 
-  const readiness = () =>
-    features.map((f): [string, true | string] => [f.name, f.ready?.() ?? true]);
+  let shuttingDown = false;
+  const readiness = () => [
+    ...features.map((f): [string, true | string] => [f.name, f.ready?.() ?? true]),
+    ['shutdown', shuttingDown ? 'annex is shutting down' : true] as [string, true | string],
+  ];
+  // Aborted when the drain starts: watches end cleanly rather than being reset.
+  const stopWatches = new AbortController();
   const tls = (): TlsMaterial => ({ ...serving, clientCAs: auth?.config.clientCAs() ?? [] });
   const app = createApp({
     log,
@@ -84,6 +99,7 @@ export async function startAnnex(
     groups,
     auth,
     trustLoopback: isLoopback(config.server.host),
+    stopWatches: stopWatches.signal,
   });
   const listening = await listenOrExplain(app, config, tls());
   const stopAuthWatch = auth?.config.onChange(() => listening.updateTls(tls()));
@@ -104,19 +120,34 @@ export async function startAnnex(
       ),
   );
   log.info({ url: listening.url }, 'annex is serving');
+  let closed: Promise<void> | undefined;
+  const close = () =>
+    (closed ??= (async () => {
+      shuttingDown = true;
+      const draining = listening.close();
+      stopWatches.abort();
+      const open = listening.connections().open;
+      log.info({ open, timeoutSeconds: config.server.shutdownTimeoutSeconds }, 'draining');
+      await draining;
+      stopCertWatch();
+      stopAuthWatch?.();
+      await stopFeatures();
+      auth?.stop();
+      kube?.close();
+    })());
   return {
     url: listening.url,
     port: listening.port,
     listening,
     features,
-    close: async () => {
-      stopCertWatch();
-      stopAuthWatch?.();
-      await listening.close();
-      await stopFeatures();
-      auth?.stop();
-      kube?.close();
+    shutdown: async () => {
+      shuttingDown = true;
+      const delaySeconds = config.server.shutdownDelaySeconds;
+      log.info({ delaySeconds }, 'shutting down: /readyz is 503, still serving');
+      await new Promise((r) => setTimeout(r, delaySeconds * 1000));
+      await close();
     },
+    close,
   };
 }
 

@@ -1,0 +1,258 @@
+// Every TCP connection the listener accepts, from accept to close: whether it is busy
+// (requests or streams in flight) or idle, its deadlines, the connection cap, and the
+// graceful drain on shutdown.
+//
+// - Idle means no request in flight: a connection still in its TLS handshake, a fresh
+//   one that has not sent a request, an HTTP/1.1 socket between requests, an HTTP/2
+//   session with no open stream. A watch is a request in flight, never idle.
+// - Deadlines: the handshake is node:tls's handshakeTimeout; HTTP/1.1 headers, body and
+//   keep-alive are node:http's (set in listen.ts). This module adds what Node lacks for
+//   HTTP/2: a session must open its first stream within requestTimeout (as Go's server
+//   wants the preface within 10 s), is closed with GOAWAY after keepAliveTimeout with no
+//   stream, and a request body that has not ended within requestTimeout is answered 408.
+// - The cap: at maxConnections a newcomer first sheds the connection idle the longest.
+//   If none is idle, the newcomer is still accepted, only to be told no: after the
+//   handshake its first request gets a 503 Status with Retry-After and Connection: close
+//   (HTTP/2: 503, then GOAWAY). A clear answer beats a TCP reset, which clients report
+//   as SSL_ERROR_SYSCALL and cannot tell from a crash. Those refusals are bounded too
+//   (REFUSING_MAX at once; beyond that the TCP connection is dropped at accept), so the
+//   descriptors in use never exceed maxConnections + REFUSING_MAX.
+import type http from 'node:http';
+import http2 from 'node:http2';
+import type net from 'node:net';
+import type tls from 'node:tls';
+import { StatusError } from '../apiserver/status.js';
+
+/** How many over-cap connections may wait at once for their 503. */
+export const REFUSING_MAX = 64;
+/** While draining, an HTTP/1.1 connection idle this long is closed. */
+export const DRAIN_IDLE_MS = 1000;
+
+interface Conn {
+  raw: net.Socket;
+  tls?: tls.TLSSocket;
+  session?: http2.ServerHttp2Session;
+  /** Requests (HTTP/1.1) or streams (HTTP/2) in flight. */
+  active: number;
+  /** HTTP/1.1 answers in flight, to be told Connection: close when the drain starts. */
+  answers: Set<http.ServerResponse>;
+  used: boolean;
+  refused: boolean;
+  timer?: NodeJS.Timeout;
+}
+
+export interface TrackerOptions {
+  maxConnections: number;
+  requestTimeoutMs: number;
+  keepAliveTimeoutMs: number;
+}
+
+type Handler = (
+  req: http.IncomingMessage | http2.Http2ServerRequest,
+  res: http.ServerResponse | http2.Http2ServerResponse,
+) => void;
+
+const tooMany = JSON.stringify(
+  new StatusError(503, 'ServiceUnavailable', 'too many open connections to annex; retry shortly')
+    .status,
+);
+const requestTimeout = JSON.stringify(
+  new StatusError(408, 'Timeout', 'the request body did not arrive in time').status,
+);
+
+/** Tells the client the connection closes after this answer, if it is not on its way yet. */
+function closeAfter(res: http.ServerResponse): void {
+  if (!res.headersSent) res.setHeader('Connection', 'close');
+}
+
+export class ConnectionTracker {
+  private readonly conns = new Map<net.Socket, Conn>();
+  /** Idle connections, oldest idle first (re-inserted each time one becomes idle). */
+  private readonly idle = new Set<Conn>();
+  private refusing = 0;
+  private draining = false;
+
+  constructor(private readonly o: TrackerOptions) {}
+
+  counts(): { open: number; idle: number } {
+    return { open: this.conns.size, idle: this.idle.size };
+  }
+
+  attach(server: http2.Http2SecureServer): void {
+    // server.close() would also close node:http's idle HTTP/1.1 sockets at once, and to
+    // node:http a socket whose next request is still on the wire is idle: that request
+    // would be reset. drain() closes them instead, after DRAIN_IDLE_MS of quiet.
+    (server as unknown as { closeIdleConnections: () => void }).closeIdleConnections = () => {};
+    server.on('connection', (raw: net.Socket) => this.accept(raw));
+    // Before http2's own listener, which creates the session (or hands the socket to
+    // node:http) synchronously.
+    server.prependListener('secureConnection', (t: tls.TLSSocket) => {
+      const c = this.ofTls(t);
+      if (!c) return;
+      c.tls = t;
+      // A fresh connection must send its first request within requestTimeout. (HTTP/1.1
+      // also has node:http's headersTimeout, which is the same bound.)
+      this.arm(c, this.o.requestTimeoutMs);
+    });
+    server.on('session', (s) => {
+      const c = this.ofTls(s.socket as tls.TLSSocket);
+      if (!c) return;
+      c.session = s;
+      if (this.draining) s.close();
+      s.on('stream', (stream: http2.ServerHttp2Stream) => {
+        this.busy(c);
+        stream.once('close', () => this.done(c));
+      });
+    });
+  }
+
+  /** Wraps the request handler: refusals, Connection: close while draining, h2 body deadline. */
+  handler(next: Handler): Handler {
+    return (req, res) => {
+      const h2 = 'stream' in req;
+      const c = this.ofTls(req.socket as tls.TLSSocket);
+      if (!h2 && c) {
+        const answer = res as http.ServerResponse;
+        this.busy(c);
+        c.answers.add(answer);
+        res.once('close', () => {
+          c.answers.delete(answer);
+          this.done(c);
+        });
+      }
+      if (c?.refused) return this.refuse(req, res, c);
+      if (this.draining && !h2) closeAfter(res as http.ServerResponse);
+      if (h2 && !req.stream.endAfterHeaders)
+        this.bodyDeadline(req, res as http2.Http2ServerResponse);
+      next(req, res);
+    };
+  }
+
+  /**
+   * Shutdown: HTTP/2 sessions get GOAWAY (in-flight streams finish), HTTP/1.1 answers
+   * carry Connection: close, HTTP/1.1 sockets quiet for DRAIN_IDLE_MS are closed, and
+   * whatever is still open after timeoutMs is destroyed. The server's own close() stops
+   * accepting.
+   */
+  drain(timeoutMs: number): void {
+    this.draining = true;
+    for (const c of [...this.conns.values()]) {
+      if (c.session) c.session.close();
+      else if (c.active === 0) this.arm(c, DRAIN_IDLE_MS);
+      else c.answers.forEach(closeAfter);
+    }
+    const t = setTimeout(() => {
+      for (const c of [...this.conns.values()]) this.destroy(c, true);
+    }, timeoutMs);
+    t.unref();
+  }
+
+  private ofTls(t: tls.TLSSocket | undefined): Conn | undefined {
+    // node:tls keeps the accepted TCP socket as _parent; for an HTTP/2 session's socket
+    // proxy the read passes through to the TLS socket.
+    const raw = (t as unknown as { _parent?: net.Socket } | undefined)?._parent;
+    return raw ? this.conns.get(raw) : undefined;
+  }
+
+  private accept(raw: net.Socket): void {
+    let refused = false;
+    if (this.conns.size >= this.o.maxConnections) {
+      const oldest = this.idle.values().next().value;
+      if (oldest) this.destroy(oldest);
+      else if (this.refusing < REFUSING_MAX) refused = true;
+      else {
+        raw.destroy();
+        return;
+      }
+    }
+    const c: Conn = { raw, active: 0, answers: new Set(), used: false, refused };
+    if (refused) this.refusing++;
+    this.conns.set(raw, c);
+    this.idle.add(c);
+    raw.once('close', () => {
+      clearTimeout(c.timer);
+      this.conns.delete(raw);
+      this.idle.delete(c);
+      if (c.refused) this.refusing--;
+    });
+  }
+
+  private busy(c: Conn): void {
+    c.active++;
+    c.used = true;
+    this.idle.delete(c);
+    clearTimeout(c.timer);
+  }
+
+  private done(c: Conn): void {
+    if (--c.active > 0) return;
+    this.idle.add(c);
+    // Draining sessions have GOAWAY and close themselves once their streams end.
+    if (c.session && this.draining) return;
+    if (c.refused) return void c.tls?.destroySoon();
+    if (this.draining) {
+      // This answer may have left before the drain began, without Connection: close,
+      // and the client may be sending its next request already: that one is answered
+      // (with Connection: close), and a socket that stays quiet is closed shortly.
+      this.arm(c, DRAIN_IDLE_MS);
+      return;
+    }
+    if (c.session) this.arm(c, this.o.keepAliveTimeoutMs);
+  }
+
+  /** Closes the connection if it is still idle after ms. */
+  private arm(c: Conn, ms: number): void {
+    clearTimeout(c.timer);
+    c.timer = setTimeout(() => {
+      if (c.active === 0) this.destroy(c, false, true);
+    }, ms);
+    c.timer.unref();
+  }
+
+  /** Closes an idle connection (or, forced, any); `flush` lets written bytes go out first. */
+  private destroy(c: Conn, force = false, flush = false): void {
+    this.idle.delete(c);
+    if (c.session && !c.session.destroyed) {
+      // GOAWAY first, so the client knows not to retry on this session.
+      c.session.close();
+      if (c.active === 0 || force) c.session.destroy();
+      return;
+    }
+    if (flush && c.tls) c.tls.destroySoon();
+    else (c.tls ?? c.raw).destroy();
+  }
+
+  private refuse(
+    req: http.IncomingMessage | http2.Http2ServerRequest,
+    res: http.ServerResponse | http2.Http2ServerResponse,
+    c: Conn,
+  ): void {
+    const headers: Record<string, string | number> = {
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(tooMany),
+      'retry-after': 1,
+    };
+    if ('stream' in req) {
+      res.once('finish', () => c.session?.close());
+    } else {
+      headers.connection = 'close';
+    }
+    res.writeHead(503, headers);
+    res.end(tooMany);
+  }
+
+  /** An HTTP/2 request body that has not ended within requestTimeout: 408, stream reset. */
+  private bodyDeadline(req: http2.Http2ServerRequest, res: http2.Http2ServerResponse): void {
+    const t = setTimeout(() => {
+      const reset = () => req.stream.close(http2.constants.NGHTTP2_CANCEL);
+      if (res.headersSent || res.writableEnded) return reset();
+      res.once('finish', reset);
+      res.writeHead(408, { 'content-type': 'application/json' });
+      res.end(requestTimeout);
+    }, this.o.requestTimeoutMs);
+    t.unref();
+    const clear = () => clearTimeout(t);
+    req.once('end', clear);
+    res.once('close', clear);
+  }
+}

@@ -1,0 +1,455 @@
+// Hostile and unusual clients against the real listener and request path, over real
+// sockets on 127.0.0.1: unread bodies, HTTP/2 without content-length, idle and stalled
+// connections, the connection cap, the TLS suite policy, and a graceful close.
+import { mkdtempSync, rmSync } from 'node:fs';
+import http2 from 'node:http2';
+import net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import tls from 'node:tls';
+import Koa from 'koa';
+import getRawBody from 'raw-body';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { ensureCertificates } from '../certs/index.js';
+import { loadConfig } from '../config/load.js';
+import { createLogger } from '../log.js';
+import { createApp } from './app.js';
+import { builtinFeatures } from './builtins.js';
+import { listen, type Listening } from './listen.js';
+
+let dir: string;
+let ca: string;
+let material: { cert: string; key: string };
+const log = createLogger('silent');
+const opened: { destroy(): void }[] = [];
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), 'annex-hostile-'));
+  const c = await ensureCertificates({ dir, service: 'annex', namespace: 'annex-system' });
+  ca = c.caPem;
+  material = { cert: c.certPem, key: c.keyPem };
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+afterEach(() => {
+  for (const s of opened.splice(0)) s.destroy();
+});
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Test routes: a slow stream (a stand-in for a watch) and a body reader. */
+function testRoutes(): Koa.Middleware {
+  return async (ctx, next) => {
+    if (ctx.path === '/stream') {
+      const ms = Number(ctx.query.ms ?? 1000);
+      const { PassThrough } = await import('node:stream');
+      const out = new PassThrough();
+      let n = 0;
+      const t = setInterval(() => {
+        out.write(`tick ${n++}\n`);
+        if (n * 200 >= ms) {
+          clearInterval(t);
+          out.end('done\n');
+        }
+      }, 200);
+      ctx.req.once('close', () => clearInterval(t));
+      ctx.body = out;
+      return;
+    }
+    if (ctx.path === '/echo' && ctx.method === 'POST') {
+      const raw = await getRawBody(ctx.req, { limit: 1024 * 1024 });
+      ctx.body = { bytes: raw.length };
+      return;
+    }
+    return next();
+  };
+}
+
+async function start(opts: Record<string, unknown> = {}): Promise<Listening> {
+  const config = loadConfig();
+  const app = createApp({
+    log,
+    readiness: () => [],
+    webhooks: builtinFeatures(config).flatMap((f) => f.webhooks ?? []),
+    groups: [],
+    auth: null,
+    trustLoopback: true,
+    stopWatches: new AbortController().signal,
+  });
+  app.use(testRoutes()); // after the whole path, as a feature's routes would be
+  const l = await listen(app, {
+    host: '127.0.0.1',
+    port: 0,
+    keepAliveTimeoutSeconds: 100,
+    tls: material,
+    ...opts,
+  } as Parameters<typeof listen>[1]);
+  opened.push({ destroy: () => void l.close() });
+  return l;
+}
+
+function tlsConnect(l: Listening, alpn: string[], extra: tls.ConnectionOptions = {}) {
+  return new Promise<tls.TLSSocket>((resolve, reject) => {
+    const s = tls.connect(
+      {
+        host: '127.0.0.1',
+        port: l.port,
+        ca,
+        servername: 'localhost',
+        ALPNProtocols: alpn,
+        ...extra,
+      },
+      () => resolve(s),
+    );
+    s.once('error', reject);
+    opened.push(s);
+  });
+}
+
+/** Resolves when the socket closes, or with false after `ms`. (Reads: a paused socket never sees the FIN.) */
+const closedWithin = (s: net.Socket | http2.Http2Session, ms: number) =>
+  new Promise<boolean>((resolve) => {
+    if (s.destroyed) return resolve(true);
+    if ('resume' in s) s.resume();
+    const t = setTimeout(() => resolve(false), ms);
+    s.once('close', () => {
+      clearTimeout(t);
+      resolve(true);
+    });
+  });
+
+/** Reads one HTTP/1.1 response head (and a content-length body) from a raw socket. */
+function readResponse(s: tls.TLSSocket, ms = 5000) {
+  return new Promise<{ status: number; headers: Record<string, string>; body: string }>(
+    (resolve, reject) => {
+      let buf = '';
+      const t = setTimeout(() => done(new Error(`no response within ${ms} ms`)), ms);
+      const onData = (d: Buffer) => {
+        buf += d.toString('latin1');
+        const end = buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        const [statusLine, ...lines] = buf.slice(0, end).split('\r\n');
+        const headers: Record<string, string> = {};
+        for (const l of lines) {
+          const i = l.indexOf(':');
+          headers[l.slice(0, i).toLowerCase()] = l.slice(i + 1).trim();
+        }
+        const body = buf.slice(end + 4);
+        const len = Number(headers['content-length'] ?? 0);
+        if (body.length < len) return;
+        done(null, { status: Number(statusLine!.split(' ')[1]), headers, body });
+      };
+      const onClose = () => done(new Error(`closed before a response (got ${buf.length} bytes)`));
+      const done = (err: Error | null, v?: Parameters<typeof resolve>[0]) => {
+        clearTimeout(t);
+        s.off('data', onData);
+        s.off('close', onClose);
+        if (err) reject(err);
+        else resolve(v!);
+      };
+      s.on('data', onData);
+      s.once('close', onClose);
+    },
+  );
+}
+
+function h2Connect(l: Listening) {
+  return new Promise<http2.ClientHttp2Session>((resolve, reject) => {
+    const s = http2.connect(l.url, { ca, servername: 'localhost' });
+    s.once('connect', () => resolve(s));
+    s.once('error', reject);
+    opened.push(s);
+  });
+}
+
+function h2Request(
+  s: http2.ClientHttp2Session,
+  headers: http2.OutgoingHttpHeaders,
+  body?: string,
+  ms = 5000,
+) {
+  return new Promise<{ status: number; body: string }>((resolve, reject) => {
+    const req = s.request(headers, { endStream: body === undefined });
+    let status = 0;
+    let out = '';
+    const t = setTimeout(() => reject(new Error(`no h2 response within ${ms} ms`)), ms);
+    req.on('response', (h) => (status = Number(h[':status'])));
+    req.on('data', (d) => (out += d));
+    req.on('end', () => {
+      clearTimeout(t);
+      resolve({ status, body: out });
+    });
+    req.on('error', (e) => {
+      clearTimeout(t);
+      reject(e);
+    });
+    if (body !== undefined) req.end(body);
+  });
+}
+
+const reviewBody = JSON.stringify({
+  apiVersion: 'admission.k8s.io/v1',
+  kind: 'AdmissionReview',
+  request: {
+    uid: 'c0ffee',
+    kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+    resource: { group: '', version: 'v1', resource: 'configmaps' },
+    namespace: 'ns',
+    operation: 'CREATE',
+    object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'fine' } },
+  },
+});
+
+const connectionCount = (l: Listening) =>
+  new Promise<number>((resolve) => l.server.getConnections((_e, n) => resolve(n)));
+
+describe('an unread request body (413)', () => {
+  const head = (length: number) =>
+    'POST /validate/names HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+    `Content-Length: ${length}\r\n\r\n`;
+  const livez = 'GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n';
+
+  // Either answer is fine (drained and kept, or closed and said so); a keep-alive
+  // connection with the rest of the body still on it is not.
+  const nextRequestWorks = async (s: tls.TLSSocket, r: { headers: Record<string, string> }) => {
+    if (r.headers.connection === 'close') return closedWithin(s, 5000);
+    s.write(livez);
+    return (await readResponse(s)).status === 200;
+  };
+
+  it('after a body just over the limit, the connection still serves the next request', async () => {
+    const l = await start();
+    const s = await tlsConnect(l, ['http/1.1']);
+    const length = 7 * 1024 * 1024 + 512 * 1024;
+    s.write(head(length) + 'x'.repeat(length));
+    const r = await readResponse(s, 10_000);
+    expect(r.status).toBe(413);
+    expect(await nextRequestWorks(s, r)).toBe(true);
+  }, 20_000);
+
+  it('after a huge or stalled body, answers 413 with Connection: close and closes', async () => {
+    const l = await start();
+    const s = await tlsConnect(l, ['http/1.1']);
+    // Claims 64 MiB, sends 8 MiB and waits.
+    s.write(head(64 * 1024 * 1024) + 'x'.repeat(8 * 1024 * 1024));
+    const r = await readResponse(s, 10_000);
+    expect(r.status).toBe(413);
+    expect(r.headers.connection).toBe('close');
+    expect(await closedWithin(s, 5000)).toBe(true);
+  }, 20_000);
+
+  it('still keeps the connection when the body was read in full', async () => {
+    const l = await start();
+    const s = await tlsConnect(l, ['http/1.1']);
+    s.write(head(reviewBody.length) + reviewBody);
+    expect((await readResponse(s)).headers.connection).toBe('keep-alive');
+    s.write(head(reviewBody.length) + reviewBody);
+    expect((await readResponse(s)).status).toBe(200);
+  });
+});
+
+describe('an HTTP/2 request without content-length', () => {
+  it('is read to the end of the stream, like one with a length', async () => {
+    const l = await start();
+    const s = await h2Connect(l);
+    const base = {
+      ':method': 'POST',
+      ':path': '/validate/names',
+      'content-type': 'application/json',
+    };
+    const withLength = await h2Request(
+      s,
+      { ...base, 'content-length': reviewBody.length },
+      reviewBody,
+    );
+    expect(withLength.status).toBe(200);
+    const without = await h2Request(s, base, reviewBody);
+    expect(without.body).not.toContain('unknown format');
+    expect(without.status).toBe(200);
+    expect(JSON.parse(without.body).response).toMatchObject({ uid: 'c0ffee', allowed: true });
+  });
+});
+
+describe('connection timeouts', () => {
+  const timeouts = {
+    handshakeTimeoutSeconds: 1,
+    requestTimeoutSeconds: 1,
+    keepAliveTimeoutSeconds: 2,
+  };
+
+  it('closes idle HTTP/2 sessions, bare TLS sockets and stalled handshakes', async () => {
+    const l = await start(timeouts);
+    const n = 30;
+    const used = await Promise.all(Array.from({ length: n }, () => h2Connect(l)));
+    // Half of the sessions made one request and then went idle; half never sent one.
+    await Promise.all(used.slice(0, n / 2).map((s) => h2Request(s, { ':path': '/livez' })));
+    const bare = await Promise.all(
+      Array.from({ length: n }, (_, i) => tlsConnect(l, i % 2 ? ['h2'] : ['http/1.1'])),
+    );
+    const tcp = await Promise.all(
+      Array.from(
+        { length: n },
+        () =>
+          new Promise<net.Socket>((resolve) => {
+            const s = net.connect(l.port, '127.0.0.1', () => resolve(s));
+            s.on('error', () => {});
+            opened.push(s);
+          }),
+      ),
+    );
+    await sleep(200);
+    const held = await connectionCount(l);
+    expect(held).toBeGreaterThanOrEqual(3 * n);
+    const sockets = [...used, ...bare, ...tcp];
+    const closed = await Promise.all(sockets.map((s) => closedWithin(s, 8000)));
+    const open = (from: number) => closed.slice(from, from + n).filter((c) => !c).length;
+    expect({ usedH2: open(0), bareTls: open(n), tcp: open(2 * n) }).toEqual({
+      usedH2: 0,
+      bareTls: 0,
+      tcp: 0,
+    });
+    expect(await connectionCount(l)).toBe(0);
+    // A fresh client is served as before.
+    const fresh = await h2Connect(l);
+    expect((await h2Request(fresh, { ':path': '/livez' })).status).toBe(200);
+  }, 20_000);
+
+  it('ends an HTTP/1.1 request whose body stalls', async () => {
+    const l = await start(timeouts);
+    const s = await tlsConnect(l, ['http/1.1']);
+    s.write('POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 100\r\n\r\n0123456789');
+    const r = await readResponse(s, 8000).catch((e: Error) => e);
+    if (!(r instanceof Error)) expect(r.status).toBe(408);
+    expect(await closedWithin(s, 8000)).toBe(true);
+  }, 20_000);
+
+  it('ends an HTTP/2 request whose body stalls, keeping the session', async () => {
+    const l = await start(timeouts);
+    const s = await h2Connect(l);
+    const req = s.request({ ':method': 'POST', ':path': '/echo' }, { endStream: false });
+    req.write('0123456789');
+    req.on('error', () => {});
+    const status = await new Promise<number | 'closed' | 'timeout'>((resolve) => {
+      const t = setTimeout(() => resolve('timeout'), 8000);
+      req.on('response', (h) => {
+        clearTimeout(t);
+        resolve(Number(h[':status']));
+      });
+      req.on('close', () => {
+        clearTimeout(t);
+        resolve('closed');
+      });
+    });
+    expect(status === 408 || status === 'closed').toBe(true);
+    expect((await h2Request(s, { ':path': '/livez' })).status).toBe(200);
+  }, 20_000);
+
+  it('never cuts a long response (a watch) on either protocol', async () => {
+    const l = await start(timeouts);
+    const s = await h2Connect(l);
+    const h2 = await h2Request(s, { ':path': '/stream?ms=4000' }, undefined, 10_000);
+    expect(h2.body).toContain('done');
+    const t = await tlsConnect(l, ['http/1.1']);
+    t.write('GET /stream?ms=4000 HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    let got = '';
+    t.on('data', (d) => (got += d));
+    for (let i = 0; i < 100 && !got.includes('done'); i++) await sleep(100);
+    expect(got).toContain('done');
+  }, 20_000);
+});
+
+describe('the connection cap', () => {
+  it('sheds the oldest idle connection for a newcomer', async () => {
+    const l = await start({ maxConnections: 10 });
+    const idle: http2.ClientHttp2Session[] = [];
+    for (let i = 0; i < 10; i++) {
+      idle.push(await h2Connect(l));
+      await sleep(20);
+    }
+    const fresh = await h2Connect(l);
+    expect((await h2Request(fresh, { ':path': '/livez' })).status).toBe(200);
+    expect(await closedWithin(idle[0]!, 3000)).toBe(true);
+    expect(await connectionCount(l)).toBeLessThanOrEqual(10);
+  });
+
+  it('refuses a newcomer clearly when every connection is busy', async () => {
+    const l = await start({ maxConnections: 10 });
+    for (let i = 0; i < 10; i++) {
+      const s = await h2Connect(l);
+      s.request({ ':path': '/stream?ms=10000' }).on('error', () => {});
+    }
+    await sleep(300);
+    const t = await tlsConnect(l, ['http/1.1']);
+    t.write('GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n');
+    const r = await readResponse(t);
+    expect(r.status).toBe(503);
+    expect(r.headers.connection).toBe('close');
+    expect(r.headers['retry-after']).toBeDefined();
+    expect(JSON.parse(r.body)).toMatchObject({ kind: 'Status', code: 503 });
+    expect(await closedWithin(t, 3000)).toBe(true);
+    const h = await h2Connect(l);
+    expect((await h2Request(h, { ':path': '/livez' })).status).toBe(503);
+  }, 20_000);
+});
+
+describe('TLS 1.2 cipher suites (Go crypto/tls defaults)', () => {
+  const handshake = async (l: Listening, ciphers: string) => {
+    try {
+      const s = await tlsConnect(l, ['http/1.1'], { ciphers, maxVersion: 'TLSv1.2' });
+      return s.getCipher().standardName;
+    } catch {
+      return 'refused';
+    }
+  };
+  it('accepts ECDHE with AEAD or CBC-SHA1 and refuses RSA key exchange and CBC-SHA256', async () => {
+    const l = await start();
+    expect(await handshake(l, 'ECDHE-RSA-AES128-GCM-SHA256')).toBe(
+      'TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256',
+    );
+    expect(await handshake(l, 'ECDHE-RSA-CHACHA20-POLY1305')).toBe(
+      'TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256',
+    );
+    expect(await handshake(l, 'ECDHE-RSA-AES256-SHA')).toBe('TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA');
+    expect(await handshake(l, 'AES128-SHA')).toBe('refused');
+    expect(await handshake(l, 'AES256-SHA256')).toBe('refused');
+    expect(await handshake(l, 'AES128-GCM-SHA256')).toBe('refused');
+    expect(await handshake(l, 'ECDHE-RSA-AES128-SHA256')).toBe('refused');
+    const t13 = await tlsConnect(l, ['http/1.1'], { minVersion: 'TLSv1.3' });
+    expect(t13.getProtocol()).toBe('TLSv1.3');
+  });
+});
+
+describe('close()', () => {
+  it('answers in-flight requests with Connection: close / GOAWAY and bounds the wait', async () => {
+    const l = await start({ shutdownTimeoutSeconds: 3 });
+    // An upload half sent before close() and finished during the drain.
+    const h1 = await tlsConnect(l, ['http/1.1']);
+    h1.write('POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 10\r\n\r\n01234');
+    let h1Text = '';
+    h1.on('data', (d) => (h1Text += d));
+    const idleH1 = await tlsConnect(l, ['http/1.1']);
+    const h2 = await h2Connect(l);
+    let goaway = false;
+    h2.on('goaway', () => (goaway = true));
+    const h2Done = h2Request(h2, { ':path': '/stream?ms=1000' });
+    const stuck = await h2Connect(l);
+    stuck.request({ ':path': '/stream?ms=60000' }).on('error', () => {});
+    await sleep(300);
+    const t0 = Date.now();
+    const closing = l.close();
+    const idleClosed = closedWithin(idleH1, 3000); // after DRAIN_IDLE_MS of quiet
+    h1.write('56789');
+    expect((await h2Done).body).toContain('done');
+    expect(goaway).toBe(true);
+    for (let i = 0; i < 30 && !h1Text.includes('bytes'); i++) await sleep(100);
+    expect(h1Text).toMatch(/^HTTP\/1.1 200/);
+    expect(h1Text).toMatch(/connection: close/i);
+    expect(h1Text).toContain('{"bytes":10}');
+    expect(await closedWithin(h1, 1000)).toBe(true);
+    expect(await idleClosed).toBe(true);
+    await closing;
+    const took = Date.now() - t0;
+    expect(took).toBeGreaterThan(2000); // waited for the stuck stream…
+    expect(took).toBeLessThan(8000); // …but not forever
+    expect(await connectionCount(l)).toBe(0);
+  }, 20_000);
+});
