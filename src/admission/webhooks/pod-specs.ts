@@ -1,5 +1,4 @@
 // Where a PodSpec lives inside the built-in kinds, and how Kubernetes names its fields.
-import type { KubeObject } from '../../apiserver/types.js';
 
 export interface PodSpecAt {
   /** Field path as validation prints it: "spec", "spec.template.spec", ... */
@@ -23,7 +22,7 @@ const SPEC_PATHS: Record<string, string[]> = {
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export function podSpecOf(obj: KubeObject, group: string, kind: string): PodSpecAt | undefined {
+export function podSpecOf(obj: unknown, group: string, kind: string): PodSpecAt | undefined {
   const path = SPEC_PATHS[`${group}/${kind}`];
   if (!path) return undefined;
   let cur: unknown = obj;
