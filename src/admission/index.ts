@@ -11,5 +11,5 @@ export function admission(config: Config['admission'], log: Logger): Koa.Middlew
   const hooks: Webhook[] = [];
   if (config.names.enabled) hooks.push(namesWebhook());
   if (config.defaults.enabled) hooks.push(defaultsWebhook(config.defaults));
-  return admissionWebhooks(hooks, log);
+  return admissionWebhooks(hooks, log, { maxInFlightBytes: config.maxInFlightBytes });
 }

@@ -9,6 +9,17 @@ import { admissionWebhooks, MAX_REVIEW_BYTES } from './server.js';
 import { allow, denyInvalid, type Webhook } from './verdict.js';
 
 const log = createLogger('silent');
+/** A log destination that keeps every line written. */
+function capture() {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  return { lines, sink };
+}
 const labeler: Webhook = {
   name: 'labels',
   type: 'mutating',
@@ -70,13 +81,7 @@ async function post(path: string, body: unknown, headers: Record<string, string>
 
 describe('admission webhook server: the review log line', () => {
   it('names uid, kind, namespace, name, operation, decision and latency, never the object', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
+    const { lines, sink } = capture();
     const app = new Koa();
     app.use(statusErrors(log));
     app.use(admissionWebhooks([namer], createLogger('info', sink)));
@@ -239,5 +244,106 @@ describe('admission webhook server', () => {
     const res = await fetch(base + '/validate/unknown', { method: 'POST' });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ kind: 'Status', reason: 'NotFound' });
+  });
+});
+
+describe('admission webhook server: a webhook that throws', () => {
+  it('answers a review denying with a 500 Status; the log names the error class, never its message', async () => {
+    const { lines, sink } = capture();
+    const thrower: Webhook = {
+      name: 'thrower',
+      type: 'validating',
+      admit: (req) => {
+        throw new TypeError(`Cannot create property on string '${String(req.object?.spec)}'`);
+      },
+    };
+    const app = new Koa();
+    app.use(statusErrors(createLogger('info', sink)));
+    app.use(admissionWebhooks([thrower], createLogger('info', sink)));
+    const srv = createServer(app.callback());
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const res = await fetch(
+      `http://127.0.0.1:${(srv.address() as AddressInfo).port}/validate/thrower`,
+      {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(
+          review('admission.k8s.io/v1', { metadata: { name: 'web' }, spec: 'SECRET-SPEC' }),
+        ),
+      },
+    );
+    srv.close();
+    expect(res.status).toBe(200);
+    const json = (await res.json()) as any;
+    expect(json.response).toMatchObject({
+      uid: 'c0ffee',
+      allowed: false,
+      status: { code: 500, reason: 'InternalError' },
+    });
+    expect(json.response.status.message).toBe(
+      'Internal error occurred: annex webhook "thrower" failed to evaluate the object (TypeError); see the annex log',
+    );
+    const all = lines.join('');
+    expect(all).not.toContain('SECRET-SPEC');
+    const entry = JSON.parse(lines.find((l) => l.includes('webhook failed'))!);
+    expect(entry).toMatchObject({
+      level: 50,
+      webhook: 'thrower',
+      error: 'TypeError',
+      uid: 'c0ffee',
+      kind: 'Deployment',
+      namespace: 'ns',
+      name: 'web',
+    });
+  });
+});
+
+describe('admission webhook server: review bytes in flight', () => {
+  it('refuses beyond the bound with 429 and Retry-After, and frees the bytes once answered', async () => {
+    let release!: () => void;
+    const gate = new Promise<void>((r) => (release = r));
+    let entered!: () => void;
+    const inside = new Promise<void>((r) => (entered = r));
+    const held: Webhook = {
+      name: 'held',
+      type: 'validating',
+      admit: async () => {
+        entered();
+        await gate;
+        return allow();
+      },
+    };
+    const app = new Koa();
+    app.use(statusErrors(log));
+    app.use(admissionWebhooks([held, namer], log, { maxInFlightBytes: 1000 }));
+    const srv = createServer(app.callback());
+    await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+    const send = (path: string) =>
+      fetch(url + path, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        // About 600 bytes: one fits under the bound of 1000, two do not.
+        body: JSON.stringify(
+          review('admission.k8s.io/v1', { metadata: { name: 'web' }, data: 'x'.repeat(400) }),
+        ),
+      });
+    const first = send('/validate/held');
+    await inside;
+    const refused = await send('/validate/names');
+    expect(refused.status).toBe(429);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(await refused.json()).toMatchObject({
+      kind: 'Status',
+      reason: 'TooManyRequests',
+      code: 429,
+      details: { retryAfterSeconds: 1 },
+    });
+    release();
+    expect((await first).status).toBe(200);
+    const again = await send('/validate/names');
+    expect(again.status).toBe(200);
+    srv.closeAllConnections();
+    srv.close();
   });
 });
