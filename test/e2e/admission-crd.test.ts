@@ -117,4 +117,23 @@ describeCluster('defaults for pod templates in custom resources', () => {
       .template.spec;
     expect(plain).toEqual({ containers: [{ name: 'w', image: 'nginx:1.27' }] });
   });
+
+  it('denies a Worker nested 6,000 levels deep with its own message (it was a 500, which failurePolicy Ignore let through)', async () => {
+    // The API server accepts up to 10,000 levels (Go's encoding/json); annex evaluates
+    // up to 1,000 and says so. Written as text: JSON.stringify gives up near 5,000.
+    const worker = JSON.stringify({
+      apiVersion: 'demo.annex.dev/v1',
+      kind: 'Worker',
+      metadata: { name: 'deep', namespace: ns, labels: { 'annex.dev/pod-defaults': 'enabled' } },
+      spec: { template: { spec: { containers: [{ name: 'w', image: 'nginx:1.27' }] }, x: '@@' } },
+    }).replace('"@@"', '{"a":'.repeat(6000) + '"SECRET-deep"' + '}'.repeat(6000));
+    const r = await kubectl(['create', '-f', '-'], { input: worker });
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toContain(
+      'admission webhook "custom-resource-defaults.annex.dev" denied the request',
+    );
+    expect(r.stderr).toContain(
+      'annex webhook "defaults" cannot evaluate request.object: it is nested more than 1000 levels deep',
+    );
+  });
 });
