@@ -1,6 +1,6 @@
 // Child process for bench/admission.bench.mjs: runs either annex (from dist/) or a bare
 // node:https server doing only the JSON parse + stringify of an AdmissionReview, and
-// reports its own CPU time on request, so the parent measures server CPU alone.
+// reports its own CPU time (and RSS) on request, so the parent measures the server alone.
 import { createServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -44,10 +44,18 @@ if (kind === 'bare') {
   port = annex.port;
 }
 
+// Peak RSS between two 'rss' questions, sampled every 10 ms (bench/admission-memory.bench.mjs).
+let peakRss = process.memoryUsage.rss();
+setInterval(() => (peakRss = Math.max(peakRss, process.memoryUsage.rss())), 10).unref();
+
 process.on('message', (m) => {
   if (m === 'cpu') {
     const u = process.cpuUsage();
     process.send({ cpuMicros: u.user + u.system });
+  } else if (m === 'rss') {
+    const rss = process.memoryUsage.rss();
+    process.send({ rss, peakRss: Math.max(peakRss, rss) });
+    peakRss = rss;
   }
 });
 process.send({ port });

@@ -18,3 +18,38 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
     destination ?? process.stderr,
   );
 }
+
+/** Longest request-derived string a log field holds (names are ≤ 253, uids 36). */
+export const LOG_FIELD_MAX = 256;
+
+/**
+ * A request-derived value as a bounded log field: strings cut to `max` characters with
+ * a "…(+N)" tail saying how many were left out; anything else only by its JSON type, so
+ * a value of the wrong type never carries object contents into the log.
+ */
+export function logField(value: unknown, max = LOG_FIELD_MAX): string {
+  if (typeof value !== 'string') return value === undefined ? '' : `(${jsonType(value)})`;
+  return value.length <= max ? value : `${value.slice(0, max)}…(+${value.length - max})`;
+}
+
+/** The OpenAPI type name of a JSON value: string, integer, number, boolean, object, array, null. */
+export function jsonType(value: unknown): string {
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'array';
+  if (typeof value === 'number') return Number.isInteger(value) ? 'integer' : 'number';
+  return typeof value;
+}
+
+/**
+ * An unexpected error as log fields: its class and the code locations of its stack,
+ * never its message (a message can quote the object that caused it: "Cannot create
+ * property 'x' on string '<label value>'").
+ */
+export function errorFields(err: unknown): { error: string; at?: string[] } {
+  if (!(err instanceof Error)) return { error: jsonType(err) };
+  const at = (err.stack ?? '')
+    .split('\n')
+    .filter((l) => /^\s+at /.test(l))
+    .map((l) => logField(l.trim()));
+  return { error: logField(err.constructor.name), ...(at.length ? { at } : {}) };
+}

@@ -3,6 +3,7 @@
 // request's own apiVersion with its uid (v1 servers check both).
 import { badRequest, type Status } from '../apiserver/status.js';
 import type { KubeObject } from '../apiserver/types.js';
+import { logField } from '../log.js';
 
 export const REVIEW_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 export type ReviewVersion = (typeof REVIEW_VERSIONS)[number];
@@ -47,6 +48,13 @@ export interface AdmissionReview {
 
 const OPERATIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
 
+/**
+ * A wrong envelope value in a message: a string quoted and bounded, anything else by its
+ * type only (stringifying a value the sender chose could be huge, or too deep to print).
+ */
+const shown = (v: unknown) =>
+  typeof v === 'string' ? JSON.stringify(logField(v, 64)) : logField(v ?? null);
+
 const isObject = (v: unknown): v is Record<string, unknown> =>
   typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -58,11 +66,11 @@ export function parseReview(body: unknown): {
   if (!isObject(body)) throw badRequest('the request body must be a JSON AdmissionReview object');
   const { apiVersion, kind, request } = body;
   if (kind !== 'AdmissionReview') {
-    throw badRequest(`expected kind "AdmissionReview", got ${JSON.stringify(kind ?? null)}`);
+    throw badRequest(`expected kind "AdmissionReview", got ${shown(kind)}`);
   }
   if (!REVIEW_VERSIONS.includes(apiVersion as ReviewVersion)) {
     throw badRequest(
-      `unsupported AdmissionReview apiVersion ${JSON.stringify(apiVersion ?? null)}: expected one of ${REVIEW_VERSIONS.join(', ')}`,
+      `unsupported AdmissionReview apiVersion ${shown(apiVersion)}: expected one of ${REVIEW_VERSIONS.join(', ')}`,
     );
   }
   if (!isObject(request)) throw badRequest('AdmissionReview has no request');
@@ -71,12 +79,43 @@ export function parseReview(body: unknown): {
   }
   if (!OPERATIONS.has(request.operation as string)) {
     throw badRequest(
-      `AdmissionReview request.operation ${JSON.stringify(request.operation ?? null)} is not one of CREATE, UPDATE, DELETE, CONNECT`,
+      `AdmissionReview request.operation ${shown(request.operation)} is not one of CREATE, UPDATE, DELETE, CONNECT`,
     );
   }
   const gvk = request.kind;
-  if (!isObject(gvk) || typeof gvk.kind !== 'string' || typeof gvk.version !== 'string') {
+  if (
+    !isObject(gvk) ||
+    typeof gvk.kind !== 'string' ||
+    typeof gvk.version !== 'string' ||
+    typeof (gvk.group ?? '') !== 'string'
+  ) {
     throw badRequest('AdmissionReview request.kind must be {group, version, kind}');
+  }
+  gvk.group ??= '';
+  // Webhook rules match on the resource, so annex needs it as much as the kind.
+  const gvr = request.resource;
+  if (
+    !isObject(gvr) ||
+    typeof gvr.resource !== 'string' ||
+    typeof gvr.version !== 'string' ||
+    typeof (gvr.group ?? '') !== 'string'
+  ) {
+    throw badRequest('AdmissionReview request.resource must be {group, version, resource}');
+  }
+  gvr.group ??= '';
+  // The envelope's own fields have Go types (AdmissionRequest): a name that is not a
+  // string is not an AdmissionReview the API server could have sent.
+  for (const f of ['name', 'namespace', 'subResource'] as const) {
+    if (request[f] !== undefined && request[f] !== null && typeof request[f] !== 'string') {
+      throw badRequest(`AdmissionReview request.${f} must be a string`);
+    }
+  }
+  if (
+    request.dryRun !== undefined &&
+    request.dryRun !== null &&
+    typeof request.dryRun !== 'boolean'
+  ) {
+    throw badRequest('AdmissionReview request.dryRun must be a boolean');
   }
   for (const f of ['object', 'oldObject'] as const) {
     const o = request[f];
@@ -95,4 +134,33 @@ export function reviewResponse(
   response: AdmissionResponse,
 ): AdmissionReview {
   return { apiVersion, kind: 'AdmissionReview', response };
+}
+
+/**
+ * How deeply an object may nest for annex to evaluate it. The API server accepts 10,000
+ * levels (Go's encoding/json), but structuredClone and JSON.stringify overflow the stack
+ * near 3,000 and 5,000, and real objects nest a few dozen levels at most.
+ */
+export const MAX_OBJECT_DEPTH = 1000;
+
+/**
+ * `object` or `oldObject` if it nests deeper than `max` levels of maps and lists, else
+ * undefined. Iterative, so that measuring depth cannot overflow the stack itself.
+ */
+export function tooDeep(
+  request: AdmissionRequest,
+  max = MAX_OBJECT_DEPTH,
+): 'object' | 'oldObject' | undefined {
+  for (const f of ['object', 'oldObject'] as const) {
+    const stack: [unknown, number][] = [[request[f], 1]];
+    for (let top = stack.pop(); top; top = stack.pop()) {
+      const [node, depth] = top;
+      if (typeof node !== 'object' || node === null) continue;
+      if (depth > max) return f;
+      for (const child of Array.isArray(node) ? node : Object.values(node)) {
+        if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
+      }
+    }
+  }
+  return undefined;
 }

@@ -12,6 +12,17 @@ import { allow, denyInvalid } from './verdict.js';
 import { mutatingWebhook, validatingWebhook, type Webhook } from './webhook.js';
 
 const log = createLogger('silent');
+/** A log destination that keeps every line written. */
+function capture() {
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk, _enc, done) {
+      lines.push(String(chunk));
+      done();
+    },
+  });
+  return { lines, sink };
+}
 const rules = [
   {
     operations: ['CREATE' as const],
@@ -48,10 +59,10 @@ const slow = validatingWebhook({
 });
 
 /** The server's outer layer and its webhook routes, as src/server/app.ts composes them. */
-function webhookApp(hooks: Webhook[], logger: Logger = log): Koa {
+function webhookApp(hooks: Webhook[], logger: Logger = log, maxBytesInFlight = Infinity): Koa {
   const app = new Koa();
   app.use(statusErrors(logger));
-  app.use(webhookRoutes(hooks, logger));
+  app.use(webhookRoutes(hooks, logger, maxBytesInFlight));
   return app;
 }
 
@@ -90,13 +101,7 @@ async function post(path: string, body: unknown, headers: Record<string, string>
 
 describe('admission webhook server: the review log line', () => {
   it('names uid, kind, namespace, name, operation, decision and latency, never the object', async () => {
-    const lines: string[] = [];
-    const sink = new Writable({
-      write(chunk, _enc, done) {
-        lines.push(String(chunk));
-        done();
-      },
-    });
+    const { lines, sink } = capture();
     const srv = createServer(webhookApp([namer], createLogger('info', sink)).callback());
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/validate/names`;
@@ -329,5 +334,52 @@ describe('admission webhook server: the declaration decides', () => {
     const r = await send('/validate/throws-fail', { operation: 'DELETE' });
     expect(r.json.response).toEqual({ uid: 'c0ffee', allowed: true });
     expect(calls).toBe(before);
+  });
+
+  describe('admission webhook server: review bytes in flight', () => {
+    it('refuses beyond the bound with 429 and Retry-After, and frees the bytes once answered', async () => {
+      let release!: () => void;
+      const gate = new Promise<void>((r) => (release = r));
+      let entered!: () => void;
+      const inside = new Promise<void>((r) => (entered = r));
+      const held = validatingWebhook({
+        name: 'held.test.annex.dev',
+        rules,
+        admit: async () => {
+          entered();
+          await gate;
+          return allow();
+        },
+      });
+      const srv = createServer(webhookApp([held, namer], log, 1000).callback());
+      await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
+      const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
+      const send = (path: string) =>
+        fetch(url + path, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          // About 600 bytes: one fits under the bound of 1000, two do not.
+          body: JSON.stringify(
+            review('admission.k8s.io/v1', { metadata: { name: 'web' }, data: 'x'.repeat(400) }),
+          ),
+        });
+      const first = send('/validate/held');
+      await inside;
+      const refused = await send('/validate/names');
+      expect(refused.status).toBe(429);
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect(await refused.json()).toMatchObject({
+        kind: 'Status',
+        reason: 'TooManyRequests',
+        code: 429,
+        details: { retryAfterSeconds: 1 },
+      });
+      release();
+      expect((await first).status).toBe(200);
+      const again = await send('/validate/names');
+      expect(again.status).toBe(200);
+      srv.closeAllConnections();
+      srv.close();
+    });
   });
 });

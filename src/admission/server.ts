@@ -1,15 +1,19 @@
 // One AdmissionReview in, one out, for a declared webhook. Read top to bottom: content
-// type → bounded body → parse → match the declaration → decide within the API server's
-// deadline (failurePolicy on error) → patch → answer in the request's apiVersion → one log line.
+// type → hold its bytes in flight (or 429) → bounded body → parse → match the declaration
+// → depth → decide within the API server's deadline → patch → answer in the request's
+// apiVersion → one log line of bounded identifiers. A handler that throws, overruns or
+// cannot evaluate the object gets its registration's failurePolicy: never an HTTP 500.
 import type Koa from 'koa';
 import { Histogram, register } from 'prom-client';
 import getRawBody from 'raw-body';
 import { badRequest, StatusError, unsupportedMediaType } from '../apiserver/status.js';
-import type { Logger } from '../log.js';
+import { errorFields, logField, type Logger } from '../log.js';
 import { jsonPatch } from './patch.js';
 import {
+  MAX_OBJECT_DEPTH,
   parseReview,
   reviewResponse,
+  tooDeep,
   type AdmissionRequest,
   type AdmissionResponse,
 } from './review.js';
@@ -33,10 +37,14 @@ const reviewSeconds =
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
   });
 
+/** Review bytes held at once, across every webhook (admission.maxInFlightBytes). */
+export type InFlight = ReturnType<typeof inFlightBytes>;
+
 /** One webhook's endpoint: the router (src/server/app.ts) has matched its path and POST. */
 export function admissionReview(
   webhook: Webhook,
   log: Logger,
+  inFlight: InFlight = inFlightBytes(Infinity),
 ): (ctx: Koa.Context) => Promise<void> {
   return async (ctx) => {
     // By header, not ctx.is(): type-is sees no body in an HTTP/2 request without content-length.
@@ -44,43 +52,120 @@ export function admissionReview(
       throw unsupportedMediaType(ctx.get('content-type') || '(none)');
 
     const start = process.hrtime.bigint();
-    const raw = await getRawBody(ctx.req, { limit: MAX_REVIEW_BYTES, encoding: 'utf8' });
-    let body: unknown;
-    try {
-      body = JSON.parse(raw);
-    } catch (e) {
-      throw badRequest(`the request body is not valid JSON: ${(e as Error).message}`);
-    }
+    const held = inFlight.hold(ctx, declaredLength(ctx));
+    const { bytes, body } = await readJson(ctx);
+    held.resize(bytes);
     const { apiVersion, request } = parseReview(body);
+    const who = {
+      webhook: webhook.name,
+      uid: logField(request.uid),
+      kind: logField(request.kind.kind),
+      namespace: logField(request.namespace ?? ''),
+      name: logField(nameOf(request)),
+    };
 
     // The declaration is the filter too: a request no registration could have sent is let be.
     const registration = matchingRegistration(webhook, request);
-    const verdict = registration
-      ? await decideWithin(webhook, registration, request, timeoutMs(ctx.query.timeout), log)
-      : allow();
-    const response = toResponse(webhook, request, verdict);
+    let response: AdmissionResponse;
+    try {
+      const deep = tooDeep(request);
+      if (deep) {
+        throw new WebhookFailure(
+          400,
+          'BadRequest',
+          `cannot evaluate request.${deep}: it is nested more than ${MAX_OBJECT_DEPTH} levels deep`,
+        );
+      }
+      const verdict = registration
+        ? await decideWithin(webhook, request, timeoutMs(ctx.query.timeout))
+        : allow();
+      response = toResponse(webhook, request, verdict);
+    } catch (err) {
+      log.error({ ...who, ...errorFields(err) }, 'admission webhook failed');
+      response = toResponse(webhook, request, failed(registration, webhook, err));
+    }
+    // Serialised once, here, so the answer's bytes count as in flight until it is sent.
+    const answer = Buffer.from(JSON.stringify(reviewResponse(apiVersion, response)));
+    held.resize(bytes + answer.length);
     ctx.type = 'application/json';
-    ctx.body = reviewResponse(apiVersion, response);
+    ctx.body = answer;
 
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
     const decision = !response.allowed ? 'deny' : response.patch ? 'patch' : 'allow';
     reviewSeconds.observe({ webhook: webhook.name, decision }, ms / 1000);
-    // Identifiers only: the object's contents never reach the log.
+    // Identifiers only, each bounded: the object's contents never reach the log.
     log.info(
       {
-        webhook: webhook.name,
-        uid: request.uid,
-        kind: request.kind.kind,
-        namespace: request.namespace ?? '',
-        name: request.name || request.object?.metadata?.name || '',
+        ...who,
         operation: request.operation,
-        dryRun: request.dryRun ?? false,
+        dryRun: request.dryRun === true,
         decision,
         ms: Math.round(ms * 100) / 100,
       },
       'admission review',
     );
   };
+}
+
+async function readJson(ctx: Koa.Context): Promise<{ bytes: number; body: unknown }> {
+  const buf = await getRawBody(ctx.req, { limit: MAX_REVIEW_BYTES });
+  try {
+    return { bytes: buf.length, body: JSON.parse(buf.toString('utf8')) };
+  } catch (e) {
+    throw badRequest(`the request body is not valid JSON: ${(e as Error).message}`);
+  }
+}
+
+/** Content-Length if the request declares one within the limit; else the limit (chunked). */
+function declaredLength(ctx: Koa.Context): number {
+  const n = Number(ctx.get('content-length') || NaN);
+  return Number.isSafeInteger(n) && n >= 0 ? Math.min(n, MAX_REVIEW_BYTES) : MAX_REVIEW_BYTES;
+}
+
+/**
+ * The bytes of reviews in flight: a review holds its size from before its body is read
+ * until its answer is sent (or the connection closes). Beyond the bound a review is
+ * refused with 429 rather than let memory grow; one review alone is always admitted.
+ */
+export function inFlightBytes(max: number) {
+  let total = 0;
+  return {
+    hold(ctx: Koa.Context, bytes: number) {
+      if (total > 0 && total + bytes > max) {
+        ctx.set('Retry-After', '1');
+        throw new StatusError(
+          429,
+          'TooManyRequests',
+          `too many AdmissionReview bytes in flight (limit ${max}); retry later`,
+          { retryAfterSeconds: 1 },
+        );
+      }
+      let held = bytes;
+      let released = false;
+      total += held;
+      ctx.res.once('close', () => {
+        released = true;
+        total -= held;
+      });
+      return {
+        resize(n: number) {
+          if (released) return;
+          total += n - held;
+          held = n;
+        },
+      };
+    },
+  };
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** request.name, or the object's metadata.name where that is a string. */
+function nameOf(request: AdmissionRequest): string {
+  if (request.name) return request.name;
+  const meta: unknown = request.object?.metadata;
+  return isObject(meta) && typeof meta.name === 'string' ? meta.name : '';
 }
 
 /** `?timeout=10s` (the remaining deadline, rounded up) → our budget in ms. */
@@ -90,77 +175,61 @@ function timeoutMs(q: unknown): number {
   return Math.max(ms - DEADLINE_MARGIN_MS, 50);
 }
 
-/**
- * Runs the handler within the API server's deadline. A handler that throws or overruns
- * gets the answer its registration's failurePolicy gives: Ignore allows (with a warning),
- * Fail denies — as the API server itself would treat a webhook that failed.
- */
-async function decideWithin(
-  webhook: Webhook,
-  registration: Registration,
-  request: AdmissionRequest,
-  budgetMs: number,
-  log: Logger,
-): Promise<Verdict> {
-  const ac = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<Error>((resolve) => {
-    timer = setTimeout(() => {
-      ac.abort();
-      resolve(new WebhookFailure(504, 'Timeout', `could not decide within ${budgetMs} ms`));
-    }, budgetMs);
-  });
-  // A mutating handler changes its own copy; the original is what the patch is computed from.
-  const mine =
-    webhook.type === 'mutating' && request.object
-      ? { ...request, object: structuredClone(request.object) }
-      : request;
-  try {
-    const outcome = await Promise.race([
-      Promise.resolve()
-        .then(() => webhook.admit(mine, ac.signal))
-        .catch((e: unknown) => (e instanceof Error ? e : new Error(String(e)))),
-      late,
-    ]);
-    if (!(outcome instanceof Error)) return outcome;
-    return failed(webhook, registration, request, outcome, log);
-  } finally {
-    clearTimeout(timer);
-  }
-}
-
+/** Why a webhook could not decide, with the Status code it answers under failurePolicy Fail. */
 class WebhookFailure extends Error {
   constructor(
     readonly code: number,
-    readonly reason: 'Timeout' | 'InternalError',
+    readonly reason: 'Timeout' | 'BadRequest',
     message: string,
   ) {
     super(message);
   }
 }
 
-function failed(
+/**
+ * Runs the handler within the budget. A mutating handler changes its own copy of the
+ * object; the original is what the patch is computed from. Throws on overrun.
+ */
+async function decideWithin(
   webhook: Webhook,
-  registration: Registration,
   request: AdmissionRequest,
-  err: Error,
-  log: Logger,
-): Verdict {
-  const cause = err instanceof WebhookFailure ? err : undefined;
-  const what = cause ? cause.message : `failed: ${err.name}`;
-  const message = `annex webhook "${registration.name}" ${what}`;
-  // The error's class only: a handler's message may quote the object.
-  log.error(
-    { webhook: webhook.name, uid: request.uid, error: err.name, kind: request.kind.kind },
-    'admission handler failed',
-  );
-  if (registration.failurePolicy === 'Ignore') {
+  budgetMs: number,
+): Promise<Verdict> {
+  const ac = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      ac.abort();
+      reject(new WebhookFailure(504, 'Timeout', `could not decide within ${budgetMs} ms`));
+    }, budgetMs);
+  });
+  try {
+    const mine =
+      webhook.type === 'mutating' && request.object
+        ? { ...request, object: structuredClone(request.object) }
+        : request;
+    return await Promise.race([Promise.resolve().then(() => webhook.admit(mine, ac.signal)), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/**
+ * What the API server would do with a webhook that failed: Ignore allows (with a warning
+ * saying so), Fail denies. The message names the error's class only: a handler's message
+ * may quote the object.
+ */
+function failed(registration: Registration | undefined, webhook: Webhook, err: unknown): Verdict {
+  const known = err instanceof WebhookFailure ? err : undefined;
+  const what = known ? known.message : `failed: ${errorFields(err).error}`;
+  const message = `annex webhook "${registration?.name ?? webhook.name}" ${what}`;
+  if (registration?.failurePolicy === 'Ignore') {
     return allow([`${message}; allowed (failurePolicy Ignore)`]);
   }
-  return {
-    allowed: false,
-    status: new StatusError(cause?.code ?? 500, cause?.reason ?? 'InternalError', message).status,
-  };
+  const status = known
+    ? new StatusError(known.code, known.reason, message).status
+    : new StatusError(500, 'InternalError', message).status;
+  return { allowed: false, status };
 }
 
 function toResponse(webhook: Webhook, request: AdmissionRequest, v: Verdict): AdmissionResponse {

@@ -64,6 +64,8 @@ export interface Config {
     timeoutSeconds: number;
   };
   admission: {
+    /** AdmissionReview bytes held at once (read, decided, answer unsent); beyond it 429. */
+    maxInFlightBytes: number;
     names: {
       /** Validating webhook /validate/names. */
       enabled: boolean;
@@ -182,8 +184,10 @@ export const configSchema: JSONSchemaType<Config> = {
     admission: {
       type: 'object',
       additionalProperties: false,
-      required: ['names', 'defaults'],
+      required: ['maxInFlightBytes', 'names', 'defaults'],
       properties: {
+        // 64 MiB: nine reviews of the API server's largest (3 MiB object + 3 MiB oldObject).
+        maxInFlightBytes: { type: 'integer', minimum: 1, default: 64 * 1024 * 1024 },
         names: {
           type: 'object',
           additionalProperties: false,

@@ -1,7 +1,8 @@
 // One debug line per request. Paths and codes only: never bodies, headers or query
-// strings (a query could carry a selector with user data; a header a token).
+// strings (a query could carry a selector with user data; a header a token), each
+// field bounded.
 import type Koa from 'koa';
-import type { Logger } from '../log.js';
+import { logField, type Logger } from '../log.js';
 
 export function accessLog(log: Logger): Koa.Middleware {
   return async (ctx, next) => {
@@ -12,8 +13,8 @@ export function accessLog(log: Logger): Koa.Middleware {
       const ms = Number(process.hrtime.bigint() - start) / 1e6;
       log.debug(
         {
-          method: ctx.method,
-          path: ctx.path,
+          method: logField(ctx.method),
+          path: logField(ctx.path),
           code: ctx.status,
           ms: Math.round(ms * 10) / 10,
           proto: ctx.req.httpVersion,

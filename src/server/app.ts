@@ -3,7 +3,7 @@
 // specific to a feature: webhooks and groups come from the features' declarations.
 import Router from '@koa/router';
 import Koa from 'koa';
-import { admissionReview } from '../admission/server.js';
+import { admissionReview, inFlightBytes } from '../admission/server.js';
 import { webhookPath, type Webhook } from '../admission/webhook.js';
 import type { DelegatedAuth } from '../apiserver/auth/index.js';
 import { aggregatedApi, requestInfoMiddleware } from '../apiserver/handler.js';
@@ -29,6 +29,8 @@ export interface AppParts {
   trustLoopback: boolean;
   /** Aborted when the drain starts: open watches then end cleanly instead of being reset. */
   stopWatches: AbortSignal;
+  /** AdmissionReview bytes held at once, across every webhook; beyond it a 429. */
+  maxReviewBytesInFlight: number;
 }
 
 export function createApp(parts: AppParts): Koa {
@@ -39,7 +41,7 @@ export function createApp(parts: AppParts): Koa {
   app.use(statusErrors(parts.log)); // 1. every failure below → a Status JSON
   app.use(accessLog(parts.log)); // 2. one line per request: method, path, code, latency
   app.use(health(parts.readiness)); // 3. probes, before any authentication
-  app.use(webhookRoutes(parts.webhooks, parts.log)); // 4. AdmissionReviews from the API server
+  app.use(webhookRoutes(parts.webhooks, parts.log, parts.maxReviewBytesInFlight)); // 4. AdmissionReviews from the API server
   app.use(requestInfoMiddleware()); // 5. verb, group, resource, namespace, name: parsed once
   if (parts.auth) {
     app.use(parts.auth.authenticate); // 6. who: front-proxy cert + X-Remote-*, client cert, token
@@ -53,10 +55,15 @@ export function createApp(parts: AppParts): Koa {
 }
 
 /** POST /validate/<name> and /mutate/<name>, one route per declared webhook. */
-export function webhookRoutes(list: Webhook[], log: Logger): Koa.Middleware {
+export function webhookRoutes(
+  list: Webhook[],
+  log: Logger,
+  maxBytesInFlight = Infinity,
+): Koa.Middleware {
   const router = new Router();
+  const inFlight = inFlightBytes(maxBytesInFlight);
   for (const w of list) {
-    const review = admissionReview(w, log);
+    const review = admissionReview(w, log, inFlight);
     router.all(webhookPath(w), async (ctx) => {
       if (ctx.method !== 'POST') throw methodNotAllowedPath();
       await review(ctx);

@@ -1,9 +1,9 @@
 // The outermost middleware: whatever goes wrong below becomes a Kubernetes Status.
 // Known failures (StatusError) keep their code; anything else is a 500 whose details
-// go to the log (by request id), never to the client.
+// go to the log (class and stack frames, never the message), never to the client.
 import type Koa from 'koa';
 import { internalError, notFoundPath, StatusError, type Status } from '../apiserver/status.js';
-import type { Logger } from '../log.js';
+import { errorFields, logField, type Logger } from '../log.js';
 
 export function sendStatus(ctx: Koa.Context, status: Status): void {
   ctx.status = status.code;
@@ -29,7 +29,11 @@ export function statusErrors(log: Logger): Koa.Middleware {
         sendStatus(ctx, new StatusError(e.status, reason, e.message ?? 'bad request').status);
         return;
       }
-      log.error({ err, method: ctx.method, path: ctx.path }, 'request failed');
+      // The class and stack frames only: a message can quote the request's values.
+      log.error(
+        { ...errorFields(err), method: logField(ctx.method), path: logField(ctx.path) },
+        'request failed',
+      );
       sendStatus(ctx, internalError('an unexpected error occurred; see the annex log').status);
     }
   };

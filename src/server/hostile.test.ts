@@ -74,6 +74,7 @@ async function start(opts: Record<string, unknown> = {}): Promise<Listening> {
     auth: null,
     trustLoopback: true,
     stopWatches: new AbortController().signal,
+    maxReviewBytesInFlight: config.admission.maxInFlightBytes,
   });
   app.use(testRoutes()); // after the whole path, as a feature's routes would be
   const l = await listen(app, {

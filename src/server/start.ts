@@ -100,6 +100,7 @@ export async function startAnnex(
     auth,
     trustLoopback: isLoopback(config.server.host),
     stopWatches: stopWatches.signal,
+    maxReviewBytesInFlight: config.admission.maxInFlightBytes,
   });
   const listening = await listenOrExplain(app, config, tls());
   const stopAuthWatch = auth?.config.onChange(() => listening.updateTls(tls()));

@@ -117,4 +117,23 @@ describeCluster('defaults for pod templates in custom resources', () => {
       .template.spec;
     expect(plain).toEqual({ containers: [{ name: 'w', image: 'nginx:1.27' }] });
   });
+
+  it('answers a Worker nested 6,000 levels deep by its failurePolicy, saying why (it was a silent 500)', async () => {
+    // The API server accepts up to 10,000 levels (Go's encoding/json); annex evaluates
+    // up to 1,000 and says so. This registration is failurePolicy Ignore, so the object is
+    // let through undefaulted, with a warning, as the API server treats a failing webhook.
+    // Written as text: JSON.stringify gives up near 5,000.
+    const worker = JSON.stringify({
+      apiVersion: 'demo.annex.dev/v1',
+      kind: 'Worker',
+      metadata: { name: 'deep', namespace: ns, labels: { 'annex.dev/pod-defaults': 'enabled' } },
+      spec: { template: { spec: { containers: [{ name: 'w', image: 'nginx:1.27' }] }, x: '@@' } },
+    }).replace('"@@"', '{"a":'.repeat(6000) + '"SECRET-deep"' + '}'.repeat(6000));
+    const r = await kubectl(['create', '--dry-run=server', '-f', '-'], { input: worker });
+    expect(r.code).toBe(0);
+    expect(r.stderr).toContain(
+      'Warning: annex webhook "custom-resource-defaults.annex.dev" cannot evaluate request.object: it is nested more than 1000 levels deep; allowed (failurePolicy Ignore)',
+    );
+    expect(r.stderr).not.toContain('SECRET-deep');
+  });
 });

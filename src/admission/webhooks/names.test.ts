@@ -1,3 +1,5 @@
+import { setFlagsFromString } from 'node:v8';
+import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import type { AdmissionRequest } from '../review.js';
 import { checkNames } from './names.js';
@@ -98,5 +100,27 @@ describe('names webhook', () => {
       expect(v.status.details?.causes?.[0]?.field).toBe(
         'spec.jobTemplate.spec.template.spec.imagePullSecrets[0].name',
       );
+  });
+});
+
+describe('names webhook: a huge invalid name', () => {
+  setFlagsFromString('--expose-gc');
+  const gc = runInNewContext('gc') as () => void;
+
+  it('builds the denial of a 6.5 MiB name in memory proportional to its text', () => {
+    const name = 'Web_'.repeat(1.625 * 2 ** 20);
+    const r = req('Deployment', 'apps', { metadata: { name } });
+    gc();
+    const before = process.memoryUsage().heapUsed;
+    const v = checkNames(r);
+    gc();
+    const held = process.memoryUsage().heapUsed - before;
+    expect(v.allowed).toBe(false);
+    // The text is the API server's (the name is repeated, here 6 times)...
+    const text = JSON.stringify(v);
+    expect(text.length).toBeGreaterThan(6 * name.length);
+    expect(text.length).toBeLessThan(7 * name.length);
+    // ...but what the verdict holds is a few copies of the name, not a rope of it.
+    expect(held).toBeLessThan(8 * name.length);
   });
 });

@@ -7,6 +7,7 @@ import {
   fieldErrorBody,
   podSpecReferences,
   ruleForReference,
+  typeErrorBody,
   validateName,
 } from '../names/index.js';
 import type { AdmissionRequest } from '../review.js';
@@ -60,24 +61,23 @@ export function checkNames(req: AdmissionRequest): Verdict {
   const obj = req.object;
   if (!obj || (req.operation !== 'CREATE' && req.operation !== 'UPDATE')) return allow();
   const { group, kind } = req.kind;
-  // Validating webhooks see the generated name in request.name (generateName is resolved by then).
-  const name = req.name || obj.metadata?.name || '';
+  const { name, typeError } = objectName(req);
   const causes: Cause[] = [];
-
   // A name cannot change after creation: checking it on UPDATE would only lock old objects.
   if (req.operation === 'CREATE' && LABEL_NAMED_KINDS.has(`${group}/${kind}`)) {
-    for (const detail of validateName('dns1123-label', name)) {
-      causes.push({
-        field: 'metadata.name',
-        message: fieldErrorBody('Invalid value', name, detail),
-      });
+    // Quoted once: a 6.5 MiB name is repeated in every cause, as the API server does.
+    const details = typeError ? [] : validateName('dns1123-label', name);
+    if (typeError) causes.push(typeError);
+    const shown = details.length ? fieldErrorBody('Invalid value', name) : '';
+    for (const detail of details) {
+      causes.push({ field: 'metadata.name', message: `${shown}: ${detail}` });
     }
   }
-
   const at = podSpecOf(obj, group, kind);
   if (at) {
     for (const ref of podSpecReferences) {
       for (const { field, value } of valuesAt(at.spec, at.path, ref.path)) {
+        // Only a string can name an object; the schema refuses other types before it matters.
         if (typeof value !== 'string' || value === '') continue;
         for (const detail of validateName(ruleForReference(ref), value)) {
           causes.push({ field, message: fieldErrorBody('Invalid value', value, detail) });
@@ -86,4 +86,30 @@ export function checkNames(req: AdmissionRequest): Verdict {
     }
   }
   return causes.length ? denyInvalid(req, name, causes) : allow();
+}
+
+const isObject = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/**
+ * The name to judge: request.name (validating webhooks see the generated name there,
+ * generateName being resolved by then), else metadata.name; a metadata or name of the
+ * wrong type gives no name and the cause that says so.
+ */
+function objectName(req: AdmissionRequest): { name: string; typeError?: Cause } {
+  if (req.name) return { name: req.name };
+  const meta: unknown = req.object?.metadata;
+  if (meta === undefined || meta === null) return { name: '' };
+  if (!isObject(meta)) {
+    return {
+      name: '',
+      typeError: { field: 'metadata', message: typeErrorBody('metadata', meta, 'object') },
+    };
+  }
+  const name = meta.name;
+  if (name === undefined || name === null || typeof name === 'string') return { name: name ?? '' };
+  return {
+    name: '',
+    typeError: { field: 'metadata.name', message: typeErrorBody('metadata.name', name, 'string') },
+  };
 }

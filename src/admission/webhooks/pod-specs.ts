@@ -1,5 +1,4 @@
 // Where a PodSpec lives inside the built-in kinds, and how Kubernetes names its fields.
-import type { KubeObject } from '../../apiserver/types.js';
 import type { AdmissionRequest } from '../review.js';
 
 export interface PodSpecAt {
@@ -51,7 +50,7 @@ export function podSpecOfRequest(
   return { ...at, containers };
 }
 
-export function podSpecOf(obj: KubeObject, group: string, kind: string): PodSpecAt | undefined {
+export function podSpecOf(obj: unknown, group: string, kind: string): PodSpecAt | undefined {
   const path = SPEC_PATHS[`${group}/${kind}`];
   if (!path) return undefined;
   let cur: unknown = obj;
