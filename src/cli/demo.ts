@@ -27,7 +27,8 @@ export function register(program: Command): void {
       'start a local kube-apiserver + etcd with annex registered in it (Ctrl-C stops all)',
     )
     .option('--log-level <level>', 'annex log level', 'warn')
-    .action(async (o: { logLevel: string }) => {
+    .option('--load <module...>', "modules of the user's own features, registered too")
+    .action(async (o: { logLevel: string; load?: string[] }) => {
       const bins = ensureBinaries();
       if ('missing' in bins) throw new UserError(`annex demo: ${bins.missing}`);
       const cp = new ControlPlane(bins.binDir, pinnedVersions().kubernetes);
@@ -45,6 +46,7 @@ export function register(program: Command): void {
           kube: { kubeconfig: info.adminKubeconfig },
           metrics: { registerMetricsK8sIo: true, scrapeIntervalSeconds: 5 },
           log: { level: o.logLevel as 'warn' },
+          features: o.load ?? [],
         },
       });
       const annex = await startAnnex(config, createLogger(config.log.level));

@@ -71,7 +71,7 @@ describeCluster('the Feature contract', (c: ClusterInfo) => {
     const r = await annexGet(annex, '/readyz?verbose');
     expect(r).toEqual({
       status: 200,
-      body: '[+]ping ok\n[+]names ok\n[+]defaults ok\n[+]broken ok\nreadyz check passed\n',
+      body: '[+]ping ok\n[+]names ok\n[+]defaults ok\n[+]broken ok\n[+]shutdown ok\nreadyz check passed\n',
     });
   });
 
