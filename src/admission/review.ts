@@ -4,6 +4,7 @@
 import { badRequest, type Status } from '../apiserver/status.js';
 import type { KubeObject } from '../apiserver/types.js';
 import { logField } from '../log.js';
+import { isObject } from '../json.js';
 
 export const REVIEW_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 export type ReviewVersion = (typeof REVIEW_VERSIONS)[number];
@@ -54,9 +55,6 @@ const OPERATIONS = new Set(['CREATE', 'UPDATE', 'DELETE', 'CONNECT']);
  */
 const shown = (v: unknown) =>
   typeof v === 'string' ? JSON.stringify(logField(v, 64)) : logField(v ?? null);
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Checks the envelope and the request fields annex relies on; the object itself is the webhook's business. */
 export function parseReview(body: unknown): {

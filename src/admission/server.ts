@@ -19,6 +19,7 @@ import {
 } from './review.js';
 import { allow, type Verdict } from './verdict.js';
 import { matchingRegistration, type Registration, type Webhook } from './webhook.js';
+import { isObject } from '../json.js';
 
 /** An AdmissionReview carries object and oldObject, each up to the API server's 3 MiB. */
 export const MAX_REVIEW_BYTES = 7 * 1024 * 1024;
@@ -157,9 +158,6 @@ export function inFlightBytes(max: number) {
     },
   };
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** request.name, or the object's metadata.name where that is a string. */
 function nameOf(request: AdmissionRequest): string {

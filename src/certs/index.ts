@@ -7,8 +7,8 @@ export { ensureCertificates } from './ensure.js';
 export type { EnsureOptions, EnsureResult } from './ensure.js';
 export { CertificateFileError, loadServingMaterial } from './load.js';
 export type { ServingMaterial } from './load.js';
-export { watchServingMaterial } from './watch.js';
-export type { WatchOptions } from './watch.js';
+export { watchServingMaterial } from './reload.js';
+export type { WatchOptions } from './reload.js';
 export {
   chainsTo,
   describeCertificate,

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type Config } from './schema.js';
+import { isObject } from '../json.js';
 
 export type { Config } from './schema.js';
 
@@ -15,14 +16,10 @@ const validate = ajv.compile(configSchema);
 
 /** Deep-merges plain objects; arrays and scalars from `b` replace those in `a`. */
 function merge(a: unknown, b: unknown): unknown {
-  if (!isPlainObject(a) || !isPlainObject(b)) return b === undefined ? a : b;
+  if (!isObject(a) || !isObject(b)) return b === undefined ? a : b;
   const out: Record<string, unknown> = { ...a };
   for (const [k, v] of Object.entries(b)) out[k] = merge(a[k], v);
   return out;
-}
-
-function isPlainObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 export type ConfigOverrides = { [K in keyof Config]?: Partial<Config[K]> };
@@ -41,8 +38,7 @@ export function loadConfig(opts: { file?: string; overrides?: ConfigOverrides } 
     } catch (e) {
       throw new ConfigError(`config file ${opts.file} is not valid YAML: ${(e as Error).message}`);
     }
-    if (!isPlainObject(fromFile))
-      throw new ConfigError(`config file ${opts.file} must hold a mapping`);
+    if (!isObject(fromFile)) throw new ConfigError(`config file ${opts.file} must hold a mapping`);
   }
   const seed = { server: {}, tls: {}, kube: {}, admission: {}, metrics: {}, log: {} };
   const candidate = merge(merge(seed, fromFile), opts.overrides ?? {});

@@ -6,11 +6,11 @@ import type { ClientRequest, IncomingMessage } from 'node:http';
 import type { Credential } from './credentials.js';
 import type { KubeCredentials } from './kubeconfig.js';
 import { KubeApiError, KubeUnreachableError, statusFromBody } from './errors.js';
-import { startWatch, type WatchEvent, type WatchOptions } from './watch.js';
+import { startWatch, type WatchEvent, type WatchOptions } from './reflector.js';
 
 export { KubeApiError, KubeUnreachableError, statusFromBody, type KubeStatus } from './errors.js';
 
-export type { WatchEvent, WatchOptions } from './watch.js';
+export type { WatchEvent, WatchOptions } from './reflector.js';
 
 export type Query = Record<string, string | number | boolean | undefined>;
 

@@ -4,7 +4,7 @@
 import { ObjectStore } from '../apiserver/object-store.js';
 import type { KubeObject } from '../apiserver/types.js';
 import type { KubeClient, Query } from './client.js';
-import { startWatch } from './watch.js';
+import { startWatch } from './reflector.js';
 
 export interface Mirror {
   /** True once the first list has been applied. */

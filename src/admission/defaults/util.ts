@@ -1,11 +1,11 @@
 // Small helpers over plain JSON objects (Kubernetes objects as decoded JSON).
+import { isObject as isJsonObject } from '../../json.js';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: Json };
 
-export function isObject(v: unknown): v is JsonObject {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
-}
+/** The one JSON-object guard (src/json.ts), narrowed to decoded-JSON values. */
+export const isObject = isJsonObject as (v: unknown) => v is JsonObject;
 
 /** Go's "unset": absent, null, or (for strings with omitempty) empty. */
 export function isUnset(v: unknown): boolean {

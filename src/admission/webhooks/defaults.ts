@@ -13,14 +13,13 @@ import { typeErrorBody } from '../names/index.js';
 import { allow, denyInvalid, type Verdict } from '../verdict.js';
 import { mutatingWebhook, type Webhook } from '../webhook.js';
 import { podSpecOf, type PodSpecAt } from './pod-specs.js';
+import { isObject } from '../../json.js';
 
 export const MANAGED_BY = 'app.kubernetes.io/managed-by';
 const BUILT_IN_GROUPS = new Set(['', 'apps', 'batch']);
 
 type Settings = Config['admission']['defaults'];
 type Obj = Record<string, unknown>;
-
-const isObject = (v: unknown): v is Obj => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 export function defaultsWebhook(settings: Settings): Webhook {
   const create = ['CREATE' as const];

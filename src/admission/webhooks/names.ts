@@ -14,6 +14,7 @@ import type { AdmissionRequest } from '../review.js';
 import { allow, denyInvalid, type Verdict } from '../verdict.js';
 import { validatingWebhook, type Webhook } from '../webhook.js';
 import { podSpecOf, valuesAt } from './pod-specs.js';
+import { isObject } from '../../json.js';
 
 /** Kinds whose name must be a DNS-1123 label (Service's own rule, DNS-1035, is stricter still). */
 export const LABEL_NAMED_KINDS = new Set([
@@ -87,9 +88,6 @@ export function checkNames(req: AdmissionRequest): Verdict {
   }
   return causes.length ? denyInvalid(req, name, causes) : allow();
 }
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /**
  * The name to judge: request.name (validating webhooks see the generated name there,

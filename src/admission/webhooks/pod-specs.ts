@@ -1,5 +1,6 @@
 // Where a PodSpec lives inside the built-in kinds, and how Kubernetes names its fields.
 import type { AdmissionRequest } from '../review.js';
+import { isObject } from '../../json.js';
 
 export interface PodSpecAt {
   /** Field path as validation prints it: "spec", "spec.template.spec", ... */
@@ -19,9 +20,6 @@ const SPEC_PATHS: Record<string, string[]> = {
   'batch/Job': TEMPLATE,
   'batch/CronJob': ['spec', 'jobTemplate', 'spec', 'template', 'spec'],
 };
-
-const isObject = (v: unknown): v is Record<string, unknown> =>
-  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** A container as a handler reads it: name and image are always strings ('' when absent). */
 export interface Container {

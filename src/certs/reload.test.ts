@@ -10,7 +10,7 @@ import { writeFileAtomic } from './files.js';
 import { createCa, issue, type CertAndKey } from './issue.js';
 import { loadServingMaterial, type ServingMaterial } from './load.js';
 import { serviceDnsNames } from './names.js';
-import { watchServingMaterial } from './watch.js';
+import { watchServingMaterial } from './reload.js';
 
 const SERVERNAME = 'annex.annex-system.svc';
 let ca: CertAndKey;
