@@ -69,7 +69,7 @@ const match = (description: string): JsonSchema => ({
     namespaceSelector: labelSelector("Labels of the object's namespace."),
     objectSelector: labelSelector('Labels of the object (or of the old object on DELETE).'),
     namespaces: strings(
-      'Namespace names; empty means all (kube-system and annex’s own are always excluded).',
+      "Namespace names; empty means all (kube-system and annex's own are always excluded).",
     ),
   },
 });
