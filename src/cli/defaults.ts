@@ -6,7 +6,7 @@ import { ObjectsError, parseObjects, renderText } from '../admission/defaults/in
 import type { JsonObject } from '../admission/defaults/index.js';
 import { UserError } from './errors.js';
 
-function readInput(file: string): string {
+export function readInput(file: string): string {
   try {
     return readFileSync(file === '-' ? 0 : file, 'utf8');
   } catch (e) {
@@ -18,8 +18,7 @@ function readInput(file: string): string {
 }
 
 /** The objects in a file (or stdin, `-`); every problem is a UserError naming the file. */
-function readObjects(file: string): JsonObject[] {
-  const label = file === '-' ? 'stdin' : file;
+export function readObjects(file: string, label = file === '-' ? 'stdin' : file): JsonObject[] {
   try {
     return parseObjects(readInput(file), label);
   } catch (e) {

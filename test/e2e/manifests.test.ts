@@ -41,6 +41,7 @@ describeCluster('manifests/ (kustomize base)', () => {
       'APIService/v1beta1.metrics.annex.dev': '',
       'ValidatingWebhookConfiguration/annex-names': '',
       'MutatingWebhookConfiguration/annex-defaults': '',
+      'CustomResourceDefinition/admissionpolicies.policy.annex.dev': '',
     });
     const deploy = objs.find((o) => o.kind === 'Deployment');
     expect(
@@ -114,7 +115,10 @@ describeCluster('manifests/ (kustomize base)', () => {
       expect(lines).toContain(
         'apiservice.apiregistration.k8s.io/v1beta1.metrics.annex.dev created (server dry run)',
       );
-      expect(lines).toHaveLength(15);
+      expect(lines).toContain(
+        'customresourcedefinition.apiextensions.k8s.io/admissionpolicies.policy.annex.dev created (server dry run)',
+      );
+      expect(lines).toHaveLength(16);
     } finally {
       await ensureAnnexService();
     }
