@@ -64,9 +64,24 @@ export {
   type StatusReason,
 } from './apiserver/status.js';
 
+// Kubernetes' resource.Quantity, exact (BigInt), with apimachinery's canonical forms.
+export {
+  canonicalQuantity,
+  formatBinarySI,
+  formatCpu,
+  formatDecimalSI,
+  formatMemory,
+  parseBytes,
+  parseNanocores,
+  parseQuantity,
+  quantityValue,
+} from './apiserver/quantity.js';
+export { isObject, type JsonObject } from './json.js';
+
 // Talking to the API server annex extends.
 export { KubeClient, KubeApiError, type KubeList, type Query } from './kube/client.js';
 export { mirror, type Mirror } from './kube/mirror.js';
+export { fileToken, type FileToken } from './kube/token.js';
 
 // Registration objects rendered from declarations.
 export {
