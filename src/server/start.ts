@@ -102,7 +102,12 @@ export async function startAnnex(
     stopWatches: stopWatches.signal,
     maxReviewBytesInFlight: config.admission.maxInFlightBytes,
   });
-  const listening = await listenOrExplain(app, config, tls());
+  const listening = await listenOrExplain(app, config, tls()).catch(async (e: unknown) => {
+    await stopFeatures();
+    auth?.stop();
+    kube?.close();
+    throw e;
+  });
   const stopAuthWatch = auth?.config.onChange(() => listening.updateTls(tls()));
   const stopCertWatch = watchServingMaterial(
     config.tls.dir,
