@@ -67,8 +67,11 @@ export async function startAnnex(
   const { webhooks, groups } = declarationsOf(features);
   const auth = await startAuth(config, kube, groups.length > 0, log);
   const started: Feature[] = [];
-  const stopFeatures = async () => {
+  /** Stops what started, last first; then the clients the features used. */
+  const teardown = async () => {
     for (const f of started.reverse()) await f.stop?.();
+    auth?.stop();
+    kube?.close();
   };
   try {
     for (const f of features) {
@@ -76,9 +79,7 @@ export async function startAnnex(
       started.push(f);
     }
   } catch (e) {
-    await stopFeatures();
-    auth?.stop();
-    kube?.close();
+    await teardown();
     throw new ConfigError(
       `feature "${features[started.length]?.name}" failed to start: ${(e as Error).message}`,
     );
@@ -103,9 +104,7 @@ export async function startAnnex(
     maxReviewBytesInFlight: config.admission.maxInFlightBytes,
   });
   const listening = await listenOrExplain(app, config, tls()).catch(async (e: unknown) => {
-    await stopFeatures();
-    auth?.stop();
-    kube?.close();
+    await teardown();
     throw e;
   });
   const stopAuthWatch = auth?.config.onChange(() => listening.updateTls(tls()));
@@ -137,9 +136,7 @@ export async function startAnnex(
       await draining;
       stopCertWatch();
       stopAuthWatch?.();
-      await stopFeatures();
-      auth?.stop();
-      kube?.close();
+      await teardown();
     })());
   return {
     url: listening.url,
