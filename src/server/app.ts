@@ -1,6 +1,7 @@
 // The one place the request path is composed. Read it top to bottom: each middleware
 // does one thing, in the order k8s.io/apiserver's filter chain does it. Nothing below is
 // specific to a feature: webhooks and groups come from the features' declarations.
+import type { X509Certificate } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { admissionReview } from '../admission/server.js';
@@ -10,7 +11,9 @@ import { aggregatedApi, requestInfoMiddleware } from '../apiserver/handler.js';
 import { forbiddenPath, methodNotAllowedPath } from '../apiserver/status.js';
 import type { GroupVersionDecl } from '../apiserver/types.js';
 import type { Logger } from '../log.js';
+import type { Feature } from './feature.js';
 import { accessLog } from './access-log.js';
+import { peerEndpoints, requireClientCert } from './client-cert.js';
 import { statusErrors } from './errors.js';
 import { health, type Readiness } from './health.js';
 import { prometheusEndpoint } from './prometheus.js';
@@ -20,6 +23,12 @@ export interface AppParts {
   readiness: Readiness;
   webhooks: Webhook[];
   groups: GroupVersionDecl[];
+  /** Features whose `peer` endpoints are served to annex's own replicas. */
+  features?: readonly Feature[];
+  /** annex's CA (ca.crt), read per request: it is what a replica's certificate chains to. */
+  annexCa?: () => X509Certificate[];
+  /** `admission.clientCA`: when set, AdmissionReviews need a client certificate from it. */
+  webhookClientCa?: X509Certificate[] | null;
   /**
    * Delegated authentication and authorization; null only without an API server, when
    * annex listens on loopback (`trustLoopback`) or serves nothing but webhooks and probes.
@@ -35,7 +44,10 @@ export function createApp(parts: AppParts): Koa {
   app.use(statusErrors(parts.log)); // 1. every failure below → a Status JSON
   app.use(accessLog(parts.log)); // 2. one line per request: method, path, code, latency
   app.use(health(parts.readiness)); // 3. probes, before any authentication
-  app.use(webhookRoutes(parts.webhooks, parts.log)); // 4. AdmissionReviews from the API server
+  app.use(webhookRoutes(parts.webhooks, parts.log, parts.webhookClientCa)); // 4. AdmissionReviews from the API server
+  if (parts.annexCa && parts.features?.some((f) => f.peer)) {
+    app.use(peerEndpoints(parts.features, parts.annexCa, parts.log)); // 4b. other replicas of annex, by annex's CA
+  }
   app.use(requestInfoMiddleware()); // 5. verb, group, resource, namespace, name: parsed once
   if (parts.auth) {
     app.use(parts.auth.authenticate); // 6. who: front-proxy cert + X-Remote-*, client cert, token
@@ -49,13 +61,19 @@ export function createApp(parts: AppParts): Koa {
 }
 
 /** POST /validate/<name> and /mutate/<name>, one route per declared webhook. */
-export function webhookRoutes(list: Webhook[], log: Logger): Koa.Middleware {
+export function webhookRoutes(
+  list: Webhook[],
+  log: Logger,
+  clientCa?: X509Certificate[] | null,
+): Koa.Middleware {
   const router = new Router();
+  const gate = clientCa ? requireClientCert(() => clientCa, log, 'admission review') : undefined;
   for (const w of list) {
     const review = admissionReview(w, log);
     router.all(webhookPath(w), async (ctx) => {
       if (ctx.method !== 'POST') throw methodNotAllowedPath();
-      await review(ctx);
+      if (gate) await gate(ctx, () => review(ctx));
+      else await review(ctx);
     });
   }
   return router.routes() as unknown as Koa.Middleware;

@@ -14,7 +14,9 @@ import { ConfigError, loadConfig, type Config, type ConfigOverrides } from '../c
 import { connectKube } from '../kube/connect.js';
 import { createLogger, type Logger } from '../log.js';
 import { declarationsOf } from '../manifests/render.js';
+import { parsePemBundle } from '../apiserver/auth/x509.js';
 import { createApp } from './app.js';
+import { loadClientCa } from './client-cert.js';
 import { builtinFeatures } from './builtins.js';
 import { validateFeatures, type Feature } from './feature.js';
 import { loadFeatureModules } from './load-features.js';
@@ -45,6 +47,9 @@ export async function startAnnex(
     throw new ConfigError(`cannot load TLS material: ${(e as Error).message}`);
   }
 
+  const webhookClientCa = config.admission.clientCA
+    ? loadClientCa(config.admission.clientCA)
+    : null;
   const kube = connectKube(config.kube);
   const injectCa = caInjector(config, kube, log);
   await injectCa(serving.ca);
@@ -76,12 +81,30 @@ export async function startAnnex(
 
   const readiness = () =>
     features.map((f): [string, true | string] => [f.name, f.ready?.() ?? true]);
-  const tls = (): TlsMaterial => ({ ...serving, clientCAs: auth?.config.clientCAs() ?? [] });
+  // Offered in the TLS CertificateRequest, so clients pick a certificate these CAs issued.
+  const tls = (): TlsMaterial => ({
+    ...serving,
+    clientCAs: [
+      ...(auth?.config.clientCAs() ?? []),
+      ...(webhookClientCa ?? []).map((c) => c.toString()),
+      ...(serving.ca ? [serving.ca] : []),
+    ],
+  });
+  // Parsed once per CA text: serving material reloads swap the string.
+  let caCache: [string, ReturnType<typeof parsePemBundle>] = ['', []];
+  const annexCa = () => {
+    const pem = serving.ca ?? '';
+    if (caCache[0] !== pem) caCache = [pem, pem ? parsePemBundle(pem) : []];
+    return caCache[1];
+  };
   const app = createApp({
     log,
     readiness,
     webhooks,
     groups,
+    features,
+    annexCa,
+    webhookClientCa,
     auth,
     trustLoopback: isLoopback(config.server.host),
   });
