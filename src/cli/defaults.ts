@@ -91,7 +91,7 @@ export function renderText(objects: JsonObject[], options: RenderOptions): strin
   return rendered.map((o) => toKubectlYaml(o)).join('---\n');
 }
 
-function readInput(file: string): string {
+export function readInput(file: string): string {
   try {
     return readFileSync(file === '-' ? 0 : file, 'utf8');
   } catch (e) {

@@ -8,13 +8,14 @@ import { register as certs } from './certs.js';
 import { register as defaults } from './defaults.js';
 import { register as demo } from './demo.js';
 import { register as manifests } from './manifests.js';
+import { register as check } from './check.js';
 
 const program = new Command('annex')
   .description('Extend a Kubernetes API server: aggregated API + admission webhooks')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
-for (const register of [serve, certs, defaults, demo, manifests]) register(program);
+for (const register of [serve, certs, defaults, demo, manifests, check]) register(program);
 
 try {
   await program.parseAsync(process.argv);

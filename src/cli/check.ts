@@ -1,0 +1,284 @@
+// `annex check -p POLICY... FILE...`: what the API server would answer to a create of
+// each object, offline, with annex's AdmissionPolicies installed — as `kyverno apply` and
+// `gator test` do for theirs. Each object goes through what a real create does first:
+// defaults and admission plugins (the code of `annex defaults`) and the name validation
+// of its kind; then every policy is evaluated by the same pure function as the webhook.
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Command } from 'commander';
+import { randomSuffix, type JsonObject } from '../admission/defaults/index.js';
+import { rulesForKinds } from '../admission/kinds.js';
+import { goQuote, groupOf, validateObjectName } from '../admission/names/index.js';
+import { jsonPatch, type PatchOp } from '../admission/patch.js';
+import type { AdmissionRequest } from '../admission/review.js';
+import { denyInvalid, invalidField, type FieldCause } from '../admission/verdict.js';
+import type { Status } from '../apiserver/status.js';
+import type { KubeObject } from '../apiserver/types.js';
+import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
+import { evaluate } from '../policy/evaluate.js';
+import { PolicyCompileError, type PolicyDecision } from '../policy/types.js';
+import { parseObjects, readInput, renderObject } from './defaults.js';
+import { UserError } from './errors.js';
+
+export interface CheckOptions {
+  /** Namespace for objects without one (kubectl's -n). */
+  namespace: string;
+  /** annex's own namespace, which policies never apply to. */
+  annexNamespace?: string;
+}
+
+/** What the API server would answer to one object's create. */
+export interface CheckResult {
+  source: string;
+  apiVersion: string;
+  kind: string;
+  namespace?: string;
+  name: string;
+  allowed: boolean;
+  /** What kubectl prints: `deployment.apps/web created (server dry run)` or its error text. */
+  message: string;
+  warnings: string[];
+  /** The policies' changes, when any. */
+  patch?: PatchOp[];
+  /** The 422 Invalid Status, when denied. */
+  status?: Status;
+  decisions: PolicyDecision[];
+}
+
+const MANIFEST = /\.(ya?ml|json)$/;
+
+/** Files named on the command line; a folder contributes its .yaml, .yml and .json files (not recursive, as kubectl -f). */
+export function expandPaths(paths: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const p of paths) {
+    if (p === '-') {
+      out.push(p);
+      continue;
+    }
+    let dir = false;
+    try {
+      dir = statSync(p).isDirectory();
+    } catch {
+      throw new UserError(`${p}: no such file or directory`);
+    }
+    if (!dir) {
+      out.push(p);
+      continue;
+    }
+    const files = readdirSync(p)
+      .filter((f) => MANIFEST.test(f))
+      .sort();
+    if (files.length === 0) throw new UserError(`${p}: no .yaml, .yml or .json file in the folder`);
+    out.push(...files.map((f) => join(p, f)));
+  }
+  return out;
+}
+
+const label = (file: string) => (file === '-' ? 'stdin' : file);
+
+/** Every AdmissionPolicy in the files and folders, compiled; a bad one is a UserError naming its file. */
+export function loadPolicies(paths: readonly string[]): CompiledPolicy[] {
+  const policies: CompiledPolicy[] = [];
+  for (const file of expandPaths(paths)) {
+    for (const obj of parseObjects(readInput(file), label(file))) {
+      try {
+        policies.push(compilePolicy(obj));
+      } catch (e) {
+        if (e instanceof PolicyCompileError) throw new UserError(`${label(file)}: ${e.message}`);
+        throw e;
+      }
+    }
+  }
+  return policies;
+}
+
+/** kubectl's name for an object in its result lines: `deployment.apps/web`, `configmap/x`. */
+const kubectlRef = (group: string, kind: string, name: string) =>
+  `${kind.toLowerCase()}${group ? `.${group}` : ''}/${name}`;
+
+/** kubectl's plural for a kind: the built-in table, else its guess (UnsafeGuessKindToResource). */
+function resourceOf(group: string, kind: string): string {
+  try {
+    const [rule] = rulesForKinds([group ? `${group}/${kind}` : kind], ['CREATE']);
+    if (rule?.resources[0]) return rule.resources[0];
+  } catch {
+    // not a kind annex knows: guess as kubectl does
+  }
+  const k = kind.toLowerCase();
+  if (k.endsWith('s')) return `${k}es`;
+  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
+  return `${k}s`;
+}
+
+/**
+ * How kubectl prints a 422 Invalid Status with details (cmdutil.CheckErr): `The <Kind>
+ * "<name>" is invalid: <field>: <message>`, or one `* <cause>` line per distinct cause.
+ * A webhook's denial prints the same way: the "denied the request" prefix of its message
+ * is not shown, because kubectl prints the causes, not the message.
+ */
+export function kubectlInvalidText(status: Status): string {
+  const d = status.details;
+  if (!d) return 'The request is invalid';
+  const head =
+    d.kind || d.name
+      ? `The ${d.kind ?? ''} ${goQuote(d.name ?? '')} is invalid`
+      : 'The request is invalid';
+  const causes = [...new Set((d.causes ?? []).map((c) => `${c.field ?? ''}: ${c.message ?? ''}`))];
+  if (causes.length === 0) return head;
+  if (causes.length === 1) return `${head}: ${causes[0]}`;
+  return `${head}: \n${causes.map((c) => `* ${c}`).join('\n')}`;
+}
+
+/** Built-in validation annex knows: the name rule of the object's kind. */
+function nameCauses(group: string, kind: string, meta: JsonObject): FieldCause[] {
+  const { name, generateName } = meta;
+  if (typeof name === 'string' && name !== '') {
+    return validateObjectName(group, kind, name).map((e) =>
+      invalidField(e.field, e.value, e.detail),
+    );
+  }
+  if (typeof generateName === 'string' && generateName !== '') {
+    return validateObjectName(group, kind, generateName, { prefix: true }).map((e) =>
+      invalidField(e.field, e.value, e.detail),
+    );
+  }
+  return [{ field: 'metadata.name', message: 'Required value: name or generateName is required' }];
+}
+
+/** One object's create, as the API server with the policies installed would answer it. */
+export function checkObject(
+  obj: JsonObject,
+  policies: readonly CompiledPolicy[],
+  source: string,
+  options: CheckOptions,
+): CheckResult {
+  const apiVersion = String(obj.apiVersion);
+  const kind = String(obj.kind);
+  const group = groupOf(apiVersion);
+  const version = apiVersion.slice(apiVersion.indexOf('/') + 1);
+  const rendered = renderObject(obj, {
+    admissionPlugins: true,
+    lastApplied: true,
+    namespace: options.namespace,
+    output: 'yaml',
+    uid: false,
+  }) as KubeObject;
+  const meta = (rendered.metadata ?? {}) as JsonObject;
+  if (!meta.name && typeof meta.generateName === 'string' && meta.generateName) {
+    meta.name = `${meta.generateName}${randomSuffix()}`;
+  }
+  const name = typeof meta.name === 'string' ? meta.name : '';
+  const namespace = typeof meta.namespace === 'string' ? meta.namespace : undefined;
+  const request: AdmissionRequest = {
+    uid: 'annex-check',
+    kind: { group, version, kind },
+    resource: { group, version, resource: resourceOf(group, kind) },
+    name,
+    ...(namespace ? { namespace } : {}),
+    operation: 'CREATE',
+    userInfo: {},
+    object: rendered,
+    dryRun: true,
+  };
+  const base = { source, apiVersion, kind, ...(namespace ? { namespace } : {}), name };
+  const denied = (status: Status, rest: Partial<CheckResult> = {}): CheckResult => ({
+    ...base,
+    allowed: false,
+    message: kubectlInvalidText(status),
+    warnings: [],
+    status,
+    decisions: [],
+    ...rest,
+  });
+
+  // The API server's own validation refuses the object before validating admission.
+  const builtIn = nameCauses(group, kind, (obj.metadata ?? {}) as JsonObject);
+  if (builtIn.length) {
+    const v = denyInvalid(request, name, builtIn);
+    if (!v.allowed) return denied(v.status);
+  }
+
+  const e = evaluate(policies, request, {
+    ...(options.annexNamespace ? { annexNamespace: options.annexNamespace } : {}),
+  });
+  const patch = e.mutated ? jsonPatch(rendered, e.mutated) : undefined;
+  const rest = { warnings: e.warnings, decisions: e.decisions, ...(patch ? { patch } : {}) };
+  if (!e.allowed && e.status) return denied(e.status, rest);
+  return {
+    ...base,
+    allowed: true,
+    message: `${kubectlRef(group, kind, name)} created (server dry run)`,
+    ...rest,
+  };
+}
+
+/** Every object of every file, in order. */
+export function checkFiles(
+  files: readonly string[],
+  policies: readonly CompiledPolicy[],
+  options: CheckOptions,
+): CheckResult[] {
+  return expandPaths(files).flatMap((file) =>
+    parseObjects(readInput(file), label(file)).map((obj) =>
+      checkObject(obj, policies, label(file), options),
+    ),
+  );
+}
+
+const opText = (op: PatchOp) =>
+  'value' in op ? `${op.op} ${op.path}: ${JSON.stringify(op.value)}` : `${op.op} ${op.path}`;
+
+/**
+ * One object's lines as kubectl would print them: warnings, then the result. annex adds
+ * the patch of an allowed object and what Audit policies recorded, indented below.
+ */
+export function formatResult(r: CheckResult): string {
+  const lines = [...r.warnings.map((w) => `Warning: ${w}`), r.message];
+  if (r.allowed && r.patch?.length) {
+    lines.push('  patch:', ...r.patch.map((op) => `    ${opText(op)}`));
+  }
+  for (const d of r.decisions.filter((d) => d.action === 'Audit')) {
+    lines.push(...d.causes.map((c) => `  audit: ${d.policy}: ${c.field}: ${c.message}`));
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+function collect(value: string, previous: string[]): string[] {
+  return [...previous, value];
+}
+
+export function register(program: Command): void {
+  program
+    .command('check')
+    .description(
+      'what the API server would answer to creating these objects with the AdmissionPolicies installed, offline (exit 1 on any denial)',
+    )
+    .requiredOption(
+      '-p, --policy <path>',
+      'AdmissionPolicy file or folder (repeat for more)',
+      collect,
+      [],
+    )
+    .argument('<files...>', 'YAML or JSON files or folders of objects, or - for stdin')
+    .option('-n, --namespace <namespace>', 'namespace for objects without one', 'default')
+    .option('-o, --output <format>', 'text or json', 'text')
+    .action((files: string[], opts: { policy: string[]; namespace: string; output: string }) => {
+      if (opts.output !== 'text' && opts.output !== 'json') {
+        throw new UserError(`--output: must be text or json, got "${opts.output}"`);
+      }
+      if ([...opts.policy, ...files].filter((f) => f === '-').length > 1) {
+        throw new UserError('- (stdin) can be read only once');
+      }
+      const policies = loadPolicies(opts.policy);
+      const results = checkFiles(files, policies, { namespace: opts.namespace });
+      const denied = results.filter((r) => !r.allowed).length;
+      if (opts.output === 'json') {
+        process.stdout.write(
+          `${JSON.stringify({ allowed: denied === 0, denied, results }, null, 2)}\n`,
+        );
+      } else {
+        process.stdout.write(results.map(formatResult).join(''));
+      }
+      if (denied > 0) process.exitCode = 1;
+    });
+}

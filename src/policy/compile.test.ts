@@ -1,0 +1,256 @@
+import { describe, expect, it } from 'vitest';
+import { compilePolicy } from './compile.js';
+import { checkPath, fieldOfPath, matchesOf } from './paths.js';
+import { PolicyCompileError } from './types.js';
+
+const policy = (spec: Record<string, unknown>, name = 'p') => ({
+  apiVersion: 'policy.annex.dev/v1alpha1',
+  kind: 'AdmissionPolicy',
+  metadata: { name, generation: 3 },
+  spec,
+});
+
+const match = { kinds: ['apps/Deployment', 'Pod'] };
+
+/** The compile error's message, or 'compiled'. */
+function fault(spec: Record<string, unknown>): string {
+  try {
+    compilePolicy(policy(spec));
+    return 'compiled';
+  } catch (e) {
+    expect(e).toBeInstanceOf(PolicyCompileError);
+    return (e as Error).message;
+  }
+}
+
+describe('compilePolicy', () => {
+  it('resolves kinds into webhook rules, name rules into validators, and defaults', () => {
+    const p = compilePolicy(
+      policy({
+        match,
+        validate: [
+          { name: 'names', path: '$.metadata.name', nameRule: 'dns1123Label' },
+          { name: 'tags', path: '$..image', schema: { type: 'string', pattern: ':' } },
+          { name: 'label', path: "$.metadata.labels['app']", required: true },
+          { name: 'host', path: '$.spec.hostNetwork', forbidden: true, message: 'no' },
+        ],
+        mutate: [{ name: 'd', path: '$.spec.template', podTemplateDefaults: true }],
+      }),
+    );
+    expect(p.name).toBe('p');
+    expect(p.generation).toBe(3);
+    expect(p.actions).toEqual(['Deny']);
+    expect(p.failurePolicy).toBe('Fail');
+    expect(p.rules).toEqual([
+      {
+        operations: ['CREATE', 'UPDATE'],
+        apiGroups: ['apps'],
+        apiVersions: ['v1'],
+        resources: ['deployments'],
+      },
+      {
+        operations: ['CREATE', 'UPDATE'],
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        resources: ['pods'],
+      },
+    ]);
+    expect(p.validate.map((r) => r.type)).toEqual(['nameRule', 'schema', 'required', 'forbidden']);
+    expect(p.validate[0]).toMatchObject({ nameRule: 'dns1123-label' });
+    expect(p.validate[3]?.message).toBe('no');
+    expect(p.mutate[0]?.podTemplateDefaults).toBe(true);
+    expect(p.exclude).toBeUndefined();
+  });
+
+  it('takes resource rules, operations and an exclude block with no kinds (every resource)', () => {
+    const p = compilePolicy(
+      policy({
+        match: {
+          resources: [{ apiGroups: ['example.com'], apiVersions: ['v1'], resources: ['widgets'] }],
+          operations: ['CREATE'],
+        },
+        exclude: { namespaces: ['dev'] },
+      }),
+    );
+    expect(p.rules).toEqual([
+      {
+        apiGroups: ['example.com'],
+        apiVersions: ['v1'],
+        resources: ['widgets'],
+        operations: ['CREATE'],
+      },
+    ]);
+    expect(p.exclude?.rules[0]?.resources).toEqual(['*', '*/*']);
+    expect([...(p.exclude?.namespaces ?? [])]).toEqual(['dev']);
+  });
+
+  it.each([
+    [
+      { match: { kinds: ['Gadget'] } },
+      'rule "match": match.kinds: "Gadget" is not a built-in kind',
+    ],
+    [{ match: {} }, 'rule "match": match: set kinds or resources'],
+    [{}, "must have required property 'match'"],
+    [
+      { match, actions: ['Block'] },
+      'spec.actions[0]: must be equal to one of the allowed values: "Deny", "Warn", "Audit"',
+    ],
+    [
+      { match, validate: [{ name: 'n', path: '$.metadata.name', nameRule: 'dnsLabel' }] },
+      'rule "n": unknown name rule "dnsLabel": expected one of dns1123Subdomain, dns1123Label, dns1035Label, qualifiedName, labelKey, labelValue, pathSegment',
+    ],
+    [
+      { match, validate: [{ name: 'n', path: '$.a', nameRule: 'dns1123Label', required: true }] },
+      'rule "n": set exactly one of nameRule, schema, required, forbidden',
+    ],
+    [
+      { match, validate: [{ name: 'n', path: '$.a' }] },
+      'rule "n": set exactly one of nameRule, schema, required, forbidden',
+    ],
+    [
+      { match, validate: [{ name: 'n', path: '$.a', nameRul: 'dns1123Label' }] },
+      'rule "n": spec.validate[0]: unknown field "nameRul"',
+    ],
+    [
+      { match, validate: [{ name: 't', path: '$..image', schema: { type: 'strin' } }] },
+      'rule "t": schema: schema is invalid: data/type must be equal to one of the allowed values',
+    ],
+    [
+      { match, validate: [{ name: 't', path: '$.a', schema: { patern: 'x' } }] },
+      'rule "t": schema: strict mode: unknown keyword: "patern"',
+    ],
+    [
+      { match, validate: [{ name: 'j', path: '$.spec.[', required: true }] },
+      'rule "j": path "$.spec.[": expected a property name at character 8',
+    ],
+    [
+      { match, validate: [{ name: 'j', path: 'spec.name', required: true }] },
+      'rule "j": path "spec.name": must start with "$"',
+    ],
+    [
+      { match, validate: [{ name: 'j', path: '$.a[?(@.b ==)]', required: true }] },
+      'rule "j": path "$.a[?(@.b ==)]": expression "?(@.b ==)": Expected expression after ==',
+    ],
+    [
+      {
+        match,
+        validate: [
+          { name: 'j', path: '$.a', required: true },
+          { name: 'j', path: '$.b', required: true },
+        ],
+      },
+      'rule "j": duplicate validate rule name',
+    ],
+    [
+      { match, mutate: [{ name: 'm', path: '$.spec' }] },
+      'rule "m": set setIfAbsent or podTemplateDefaults',
+    ],
+  ])('refuses %j: %s', (spec, expected) => {
+    expect(fault(spec)).toContain(expected);
+  });
+
+  it('refuses what is not an AdmissionPolicy, or has no name', () => {
+    expect(() => compilePolicy({ apiVersion: 'v1', kind: 'ConfigMap' })).toThrow(
+      'expected apiVersion policy.annex.dev/v1alpha1, kind AdmissionPolicy',
+    );
+    expect(() => compilePolicy({ ...policy({ match }), metadata: {} })).toThrow(
+      'metadata.name is required',
+    );
+    expect(() => compilePolicy(null)).toThrow(PolicyCompileError);
+  });
+
+  it('names the policy and the rule in the error', () => {
+    try {
+      compilePolicy(
+        policy({ match, validate: [{ name: 'j', path: 'x', required: true }] }, 'tags'),
+      );
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toMatchObject({ policy: 'tags', rule: 'j' });
+      expect((e as Error).message).toMatch(/^AdmissionPolicy "tags": rule "j": path "x": /);
+    }
+  });
+
+  it('compiles the same schema with an $id again (a new generation of the policy)', () => {
+    const spec = {
+      match,
+      validate: [
+        { name: 's', path: '$.a', schema: { $id: 'https://x.example/s', type: 'string' } },
+      ],
+    };
+    compilePolicy(policy(spec));
+    const again = compilePolicy(policy(structuredClone(spec)));
+    const rule = again.validate[0];
+    expect(rule?.type === 'schema' && rule.validate(1)).toBe(false);
+    expect(rule?.type === 'schema' && rule.validate('x')).toBe(true);
+  });
+});
+
+describe('JSONPath', () => {
+  it.each([
+    '$',
+    '$.metadata.name',
+    '$.spec.template.spec.containers[*].image',
+    "$.metadata.labels['app.kubernetes.io/name']",
+    '$.metadata.labels["a b"]',
+    '$..image',
+    '$..[0]',
+    '$.spec.containers[0,1]',
+    '$.spec.containers[-1:]',
+    '$.spec.containers[?(@.name == "web")].image',
+    '$.spec.containers[(@.length-1)]',
+    '$.spec.*',
+  ])('accepts %s', (p) => {
+    expect(checkPath(p)).toBeUndefined();
+  });
+
+  it.each([
+    ['', 'must start with'],
+    ['metadata.name', 'must start with'],
+    ['$.spec.[', 'expected a property name'],
+    ['$.spec[', 'is not closed'],
+    ['$.spec.', 'expected a property name'],
+    ['$.a[?(@.b ==', 'is not closed'],
+    ['$.a[?(@.b ==)]', 'Expected expression'],
+    ['$.a[b c]', 'is not a key, index, slice'],
+    ["$.a['b]", 'is not closed'],
+    ['$ .a', 'unexpected " "'],
+  ])('refuses %j', (p, why) => {
+    expect(checkPath(p)).toContain(why);
+  });
+
+  it('reports each match with its field path as apimachinery prints it', () => {
+    const obj = {
+      metadata: { labels: { 'app.kubernetes.io/name': 'w', app: 'x' } },
+      spec: {
+        containers: [
+          { image: 'a', resources: { limits: { cpu: '1' } } },
+          { image: 'b', resources: { limits: { cpu: '2' } } },
+        ],
+      },
+      data: { '0': 'zero' },
+    };
+    expect(matchesOf('$.spec.containers[*].image', obj).map((m) => m.field)).toEqual([
+      'spec.containers[0].image',
+      'spec.containers[1].image',
+    ]);
+    expect(matchesOf('$.metadata.labels.*', obj).map((m) => m.field)).toEqual([
+      'metadata.labels[app.kubernetes.io/name]',
+      'metadata.labels[app]',
+    ]);
+    expect(matchesOf('$..limits.cpu', obj).map((m) => m.field)).toEqual([
+      'spec.containers[0].resources.limits[cpu]',
+      'spec.containers[1].resources.limits[cpu]',
+    ]);
+    // A map key that looks like an index is still a key.
+    expect(matchesOf("$.data['0']", obj)).toMatchObject([
+      { field: 'data[0]', segments: ['data', '0'] },
+    ]);
+    expect(matchesOf('$', obj)).toMatchObject([{ field: '', parent: null, key: null }]);
+    expect(fieldOfPath("$.metadata.labels['app.kubernetes.io/name']")).toBe(
+      'metadata.labels[app.kubernetes.io/name]',
+    );
+    expect(fieldOfPath('$.spec.containers[*].resources')).toBe('spec.containers[*].resources');
+    expect(fieldOfPath('$.spec.containers[0].image')).toBe('spec.containers[0].image');
+  });
+});

@@ -1,0 +1,267 @@
+// An AdmissionPolicy object → a CompiledPolicy: shape checked against the one schema
+// (schema.ts, also the CRD's), each rule's JSON Schema compiled once, each JSONPath
+// checked, name rules and kinds resolved. A policy that does not compile is refused
+// with a PolicyCompileError naming the rule and the fault; nothing is left for
+// evaluation to discover except what depends on the object.
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import type { NameRule } from '../admission/names/index.js';
+import { rulesForKinds } from '../admission/kinds.js';
+import type { LabelSelectorSpec, RuleWithOperations } from '../admission/webhook.js';
+import type { JsonSchema } from '../apiserver/types.js';
+import { NAME_RULES, nameRuleFor } from './names.js';
+import { checkPath, isRecord } from './paths.js';
+import { policySpecSchema } from './schema.js';
+import {
+  POLICY_GROUP,
+  POLICY_KIND,
+  POLICY_VERSION,
+  PolicyCompileError,
+  type AdmissionPolicy,
+  type AdmissionPolicySpec,
+  type PolicyAction,
+  type PolicyMatch,
+} from './types.js';
+
+/** What a match or exclude block selects, resolved. */
+export interface CompiledMatch {
+  /** Webhook rules; an exclude block naming no kinds or resources gets one for every resource. */
+  rules: readonly RuleWithOperations[];
+  namespaceSelector: LabelSelectorSpec | undefined;
+  objectSelector: LabelSelectorSpec | undefined;
+  /** undefined = every namespace. */
+  namespaces: ReadonlySet<string> | undefined;
+}
+
+interface RuleBase {
+  name: string;
+  path: string;
+  message: string | undefined;
+}
+
+export type CompiledValidateRule = RuleBase &
+  (
+    | { type: 'nameRule'; nameRule: NameRule }
+    | { type: 'schema'; validate: ValidateFunction }
+    | { type: 'required' }
+    | { type: 'forbidden' }
+  );
+
+export interface CompiledMutateRule {
+  name: string;
+  path: string;
+  setIfAbsent: Record<string, unknown> | undefined;
+  podTemplateDefaults: boolean;
+}
+
+export interface CompiledPolicy {
+  name: string;
+  generation: number | undefined;
+  /** The object it was compiled from. */
+  source: AdmissionPolicy;
+  actions: readonly PolicyAction[];
+  failurePolicy: 'Fail' | 'Ignore';
+  match: CompiledMatch;
+  exclude: CompiledMatch | undefined;
+  validate: readonly CompiledValidateRule[];
+  mutate: readonly CompiledMutateRule[];
+  /** What the API server must send annex for this policy: `match` as webhook rules. */
+  rules: readonly RuleWithOperations[];
+}
+
+const LIST_KEYWORDS = [
+  'x-kubernetes-preserve-unknown-fields',
+  'x-kubernetes-list-type',
+  'x-kubernetes-list-map-keys',
+  'x-kubernetes-map-type',
+  'x-kubernetes-int-or-string',
+  'x-kubernetes-embedded-resource',
+];
+
+/** The one Ajv instance: policies' shape and every rule's schema (draft-07, strict keywords). */
+export const ajv = new Ajv({ allErrors: true, logger: false });
+for (const keyword of LIST_KEYWORDS) ajv.addKeyword(keyword);
+
+/**
+ * The API server prunes and (with kubectl's default strict field validation) refuses
+ * unknown fields; ajv keeps them. The same schema with `additionalProperties: false` on
+ * every closed object makes a typo (`nameRul:`) an error offline too.
+ */
+function closed(schema: unknown): unknown {
+  if (Array.isArray(schema)) return schema.map(closed);
+  if (!isRecord(schema)) return schema;
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(schema)) {
+    out[k] = k === 'enum' || k === 'default' ? v : closed(v);
+  }
+  if (isRecord(schema.properties) && schema['x-kubernetes-preserve-unknown-fields'] !== true) {
+    out.additionalProperties = false;
+  }
+  return out;
+}
+
+const validateSpec = ajv.compile(closed(policySpecSchema) as JsonSchema);
+
+/** `/validate/0/path` → `spec.validate[0].path`. */
+function fieldOf(instancePath: string): string {
+  return instancePath
+    .split('/')
+    .slice(1)
+    .reduce((f, s) => (/^\d+$/.test(s) ? `${f}[${s}]` : `${f}.${s}`), 'spec');
+}
+
+function specFault(
+  policy: string,
+  spec: Record<string, unknown>,
+  e: ErrorObject,
+): PolicyCompileError {
+  const [, list, index, field] =
+    /^\/(validate|mutate)\/(\d+)(?:\/(\w+))?/.exec(e.instancePath) ?? [];
+  const item = list ? (spec[list] as unknown[])[Number(index)] : undefined;
+  const ruleName = isRecord(item) && typeof item.name === 'string' ? item.name : undefined;
+  const rule = ruleName ?? (list ? `${list}[${index}]` : fieldOf(e.instancePath));
+  const where = fieldOf(e.instancePath);
+  if (list === 'validate' && field === 'nameRule' && e.keyword === 'enum') {
+    return new PolicyCompileError(
+      policy,
+      rule,
+      `unknown name rule ${JSON.stringify(isRecord(item) ? item.nameRule : '')}: expected one of ${NAME_RULES.join(', ')}`,
+    );
+  }
+  if (list === 'validate' && field === undefined && e.keyword === 'oneOf') {
+    return new PolicyCompileError(
+      policy,
+      rule,
+      'set exactly one of nameRule, schema, required, forbidden',
+    );
+  }
+  if (list === 'mutate' && field === undefined && e.keyword === 'anyOf') {
+    return new PolicyCompileError(policy, rule, 'set setIfAbsent or podTemplateDefaults');
+  }
+  if (e.keyword === 'additionalProperties') {
+    const extra = String((e.params as { additionalProperty?: string }).additionalProperty);
+    return new PolicyCompileError(policy, rule, `${where}: unknown field ${JSON.stringify(extra)}`);
+  }
+  const allowed = (e.params as { allowedValues?: unknown[] }).allowedValues;
+  const detail = allowed
+    ? `${e.message ?? ''}: ${allowed.map((a) => JSON.stringify(a)).join(', ')}`
+    : e.message;
+  return new PolicyCompileError(policy, rule, `${where}: ${detail ?? 'invalid'}`);
+}
+
+function compileMatch(policy: string, field: 'match' | 'exclude', m: PolicyMatch): CompiledMatch {
+  const operations: RuleWithOperations['operations'] =
+    m.operations ?? (field === 'match' ? ['CREATE', 'UPDATE'] : ['*']);
+  let rules: RuleWithOperations[];
+  if (m.kinds?.length || m.resources?.length) {
+    rules = (m.resources ?? []).map((r) => ({ ...r, operations }));
+    try {
+      if (m.kinds?.length) rules.push(...rulesForKinds(m.kinds, operations));
+    } catch (e) {
+      const fault = (e as Error).message.replace(/^match\./, `${field}.`);
+      throw new PolicyCompileError(policy, field, fault);
+    }
+  } else if (field === 'match') {
+    throw new PolicyCompileError(policy, field, 'match: set kinds or resources');
+  } else {
+    rules = [{ operations, apiGroups: ['*'], apiVersions: ['*'], resources: ['*', '*/*'] }];
+  }
+  return {
+    rules,
+    namespaceSelector: m.namespaceSelector,
+    objectSelector: m.objectSelector,
+    namespaces: m.namespaces?.length ? new Set(m.namespaces) : undefined,
+  };
+}
+
+function compileSchema(policy: string, rule: string, schema: JsonSchema): ValidateFunction {
+  try {
+    const validate = ajv.compile(schema);
+    // Ajv caches by schema object (and registers any $id): a live policy set recompiling
+    // every generation would otherwise grow the cache forever, or refuse a repeated $id.
+    ajv.removeSchema(schema);
+    return validate;
+  } catch (e) {
+    throw new PolicyCompileError(policy, rule, `schema: ${(e as Error).message}`);
+  }
+}
+
+function checkedPath(policy: string, rule: string, path: string): string {
+  const fault = checkPath(path);
+  if (fault) throw new PolicyCompileError(policy, rule, `path ${JSON.stringify(path)}: ${fault}`);
+  return path;
+}
+
+function uniqueNames(policy: string, list: readonly { name: string }[], what: string): void {
+  const seen = new Set<string>();
+  for (const { name } of list) {
+    if (seen.has(name)) throw new PolicyCompileError(policy, name, `duplicate ${what} rule name`);
+    seen.add(name);
+  }
+}
+
+/** Compile an AdmissionPolicy object (as applied or listed); throws PolicyCompileError. */
+export function compilePolicy(obj: unknown): CompiledPolicy {
+  const o = isRecord(obj) ? obj : {};
+  const meta = isRecord(o.metadata) ? o.metadata : {};
+  const name = typeof meta.name === 'string' ? meta.name : '';
+  if (o.apiVersion !== `${POLICY_GROUP}/${POLICY_VERSION}` || o.kind !== POLICY_KIND) {
+    throw new PolicyCompileError(
+      name,
+      'apiVersion',
+      `expected apiVersion ${POLICY_GROUP}/${POLICY_VERSION}, kind ${POLICY_KIND}`,
+    );
+  }
+  if (name === '') throw new PolicyCompileError(name, 'metadata', 'metadata.name is required');
+  if (!isRecord(o.spec)) throw new PolicyCompileError(name, 'spec', 'spec is required');
+  if (!validateSpec(o.spec)) {
+    const errors = validateSpec.errors ?? [];
+    // The most telling error first: an unknown field, then which of a rule's fields to set;
+    // the errors inside a oneOf's branches only say why each branch did not apply.
+    const first =
+      errors.find((e) => e.keyword === 'additionalProperties') ??
+      errors.find((e) => e.keyword === 'enum' && e.instancePath.endsWith('/nameRule')) ??
+      errors.find((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf') ??
+      errors.find((e) => !/\/(oneOf|anyOf)\//.test(e.schemaPath)) ??
+      errors[0];
+    throw first ? specFault(name, o.spec, first) : new PolicyCompileError(name, 'spec', 'invalid');
+  }
+  const spec = o.spec as unknown as AdmissionPolicySpec;
+  const validate = spec.validate ?? [];
+  const mutate = spec.mutate ?? [];
+  uniqueNames(name, validate, 'validate');
+  uniqueNames(name, mutate, 'mutate');
+
+  const match = compileMatch(name, 'match', spec.match);
+  const compiledValidate = validate.map((r): CompiledValidateRule => {
+    const base = { name: r.name, path: checkedPath(name, r.name, r.path), message: r.message };
+    if (r.nameRule !== undefined) {
+      const nameRule = nameRuleFor(r.nameRule);
+      // The schema's enum refuses these first; kept for rules built in code.
+      if (!nameRule) throw new PolicyCompileError(name, r.name, `unknown name rule ${r.nameRule}`);
+      return { ...base, type: 'nameRule', nameRule };
+    }
+    if (r.schema !== undefined) {
+      return { ...base, type: 'schema', validate: compileSchema(name, r.name, r.schema) };
+    }
+    return { ...base, type: r.required === true ? 'required' : 'forbidden' };
+  });
+  const compiledMutate = mutate.map((r): CompiledMutateRule => ({
+    name: r.name,
+    path: checkedPath(name, r.name, r.path),
+    setIfAbsent: r.setIfAbsent,
+    podTemplateDefaults: r.podTemplateDefaults === true,
+  }));
+  const generation = typeof meta.generation === 'number' ? meta.generation : undefined;
+  return {
+    name,
+    generation,
+    source: o as unknown as AdmissionPolicy,
+    actions: spec.actions ?? ['Deny'],
+    failurePolicy: spec.failurePolicy ?? 'Fail',
+    match,
+    exclude: spec.exclude ? compileMatch(name, 'exclude', spec.exclude) : undefined,
+    validate: compiledValidate,
+    mutate: compiledMutate,
+    rules: match.rules,
+  };
+}

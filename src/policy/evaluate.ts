@@ -1,0 +1,218 @@
+// The pure centre of the policy feature: (compiled policies, admission request, context)
+// → one Evaluation. No Koa, no kube, no I/O: the live webhook, `annex check` and the
+// benchmark all call this same function.
+//
+// Order, as the API server's admission chain: every matching policy's mutate rules run
+// first (in the order the policies are given), then every matching policy validates the
+// mutated object. A failing rule's causes go where the policy's actions send them: Deny
+// into one 422 Invalid Status (kubectl prints it as built-in validation), Warn into
+// warnings (`<policy>: <field>: <message>`), Audit only into the decisions, which every
+// failing rule yields whatever its actions.
+import { isDeepStrictEqual } from 'node:util';
+import { defaultPodTemplateSpec } from '../admission/defaults/index.js';
+import { fieldErrorBody, validateName } from '../admission/names/index.js';
+import type { AdmissionRequest } from '../admission/review.js';
+import { denyInvalid, invalidField, type FieldCause } from '../admission/verdict.js';
+import type { KubeObject } from '../apiserver/types.js';
+import type { CompiledMutateRule, CompiledPolicy, CompiledValidateRule } from './compile.js';
+import { policyMatches, type MatchContext } from './match.js';
+import {
+  fieldOfPath,
+  isRecord,
+  matchesOf,
+  renderField,
+  walkPointer,
+  type PathMatch,
+} from './paths.js';
+import type { Evaluation, PolicyAction, PolicyDecision } from './types.js';
+
+export type EvaluateContext = MatchContext;
+
+/** Whether a value counts as set: `required` wants one, `forbidden` none (Go's unset: null, ""). */
+const present = (v: unknown) => v !== null && v !== undefined && v !== '';
+
+function schemaCauses(
+  rule: Extract<CompiledValidateRule, { type: 'schema' }>,
+  m: PathMatch,
+): FieldCause[] {
+  if (rule.validate(m.value)) return [];
+  const e = rule.validate.errors?.[0];
+  // ajv's instancePath (`/resources/requests`) continues the match's field path.
+  const at = walkPointer(m.value, e?.instancePath ?? '');
+  if (e?.keyword === 'required') {
+    const missing = (e.params as { missingProperty: string }).missingProperty;
+    return [
+      {
+        field: renderField([...m.segments, ...at.segments, missing]),
+        message: fieldErrorBody('Required value', undefined, rule.message ?? ''),
+      },
+    ];
+  }
+  const allowed = (e?.params as { allowedValues?: unknown[] } | undefined)?.allowedValues;
+  const detail =
+    rule.message ??
+    `${e?.message ?? 'does not match the schema'}${allowed ? `: ${allowed.map((a) => JSON.stringify(a)).join(', ')}` : ''}`;
+  return [invalidField(renderField([...m.segments, ...at.segments]), at.value, detail)];
+}
+
+function nameCauses(
+  rule: Extract<CompiledValidateRule, { type: 'nameRule' }>,
+  m: PathMatch,
+): FieldCause[] {
+  if (typeof m.value !== 'string') {
+    return [invalidField(m.field, m.value, rule.message ?? 'must be a string')];
+  }
+  const details = validateName(rule.nameRule, m.value);
+  if (details.length === 0) return [];
+  if (rule.message !== undefined) return [invalidField(m.field, m.value, rule.message)];
+  return details.map((d) => invalidField(m.field, m.value, d));
+}
+
+/** The causes of one rule on `obj`; throws when the path cannot be evaluated on it. */
+function validateRule(rule: CompiledValidateRule, obj: object): FieldCause[] {
+  const matches = matchesOf(rule.path, obj);
+  switch (rule.type) {
+    case 'required':
+      return matches.some((m) => present(m.value))
+        ? []
+        : [
+            {
+              field: fieldOfPath(rule.path),
+              message: fieldErrorBody('Required value', undefined, rule.message ?? ''),
+            },
+          ];
+    case 'forbidden':
+      return matches
+        .filter((m) => present(m.value))
+        .map((m) => ({
+          field: m.field,
+          message: fieldErrorBody('Forbidden', m.value, rule.message ?? ''),
+        }));
+    case 'nameRule':
+      return matches.flatMap((m) => nameCauses(rule, m));
+    case 'schema':
+      return matches.flatMap((m) => schemaCauses(rule, m));
+  }
+}
+
+/** Fields of `defaults` absent from `target` are set (recursively into objects); true if any was. */
+function setAbsent(target: Record<string, unknown>, defaults: Record<string, unknown>): boolean {
+  let changed = false;
+  for (const [k, v] of Object.entries(defaults)) {
+    const cur = target[k];
+    if (cur === undefined || cur === null) {
+      target[k] = structuredClone(v);
+      changed = true;
+    } else if (isRecord(cur) && isRecord(v)) {
+      changed = setAbsent(cur, v) || changed;
+    }
+  }
+  return changed;
+}
+
+/** Applies one mutate rule to `root` in place; returns the (possibly replaced) root and whether it changed. */
+function mutateRule(
+  rule: CompiledMutateRule,
+  root: KubeObject,
+): { root: KubeObject; changed: boolean } {
+  const matches = matchesOf(rule.path, root);
+  const bad = matches.find((m) => !isRecord(m.value));
+  if (bad) throw new Error(`${bad.field || 'the object'} is not an object`);
+  let changed = false;
+  for (const m of matches) {
+    let target = m.value as Record<string, unknown>;
+    if (rule.podTemplateDefaults) {
+      const defaulted = defaultPodTemplateSpec(target);
+      if (!isDeepStrictEqual(defaulted, target)) {
+        changed = true;
+        if (m.parent === null) root = defaulted as KubeObject;
+        else (m.parent as Record<string | number, unknown>)[m.key ?? ''] = defaulted;
+        target = defaulted;
+      }
+    }
+    if (rule.setIfAbsent) changed = setAbsent(target, rule.setIfAbsent) || changed;
+  }
+  return { root, changed };
+}
+
+/** field.InternalError: what a rule that cannot be evaluated on this object reports. */
+function internalError(rule: { name: string; path: string }, e: unknown): FieldCause {
+  const msg = e instanceof Error ? e.message : String(e);
+  return {
+    field: fieldOfPath(rule.path),
+    message: fieldErrorBody('Internal error', undefined, `rule "${rule.name}": ${msg}`),
+  };
+}
+
+const STRENGTH: PolicyAction[] = ['Deny', 'Warn', 'Audit'];
+
+/** Evaluate every policy matching `request`; see the file comment for the order and the folding. */
+export function evaluate(
+  policies: readonly CompiledPolicy[],
+  request: AdmissionRequest,
+  ctx: EvaluateContext = {},
+): Evaluation {
+  const matching = policies.filter((p) => policyMatches(p, request, ctx));
+  const failures: { policy: CompiledPolicy; rule: string; causes: FieldCause[] }[] = [];
+  const fail = (policy: CompiledPolicy, rule: { name: string; path: string }, e: unknown) => {
+    if (policy.failurePolicy === 'Fail') {
+      failures.push({ policy, rule: rule.name, causes: [internalError(rule, e)] });
+    }
+  };
+
+  // Mutation, on a copy made once: the request's object is never changed.
+  let object = request.object ?? undefined;
+  let mutated = false;
+  if (object && matching.some((p) => p.mutate.length > 0)) {
+    let copy = structuredClone(object);
+    for (const policy of matching) {
+      for (const rule of policy.mutate) {
+        try {
+          const r = mutateRule(rule, copy);
+          copy = r.root;
+          mutated = r.changed || mutated;
+        } catch (e) {
+          fail(policy, rule, e);
+        }
+      }
+    }
+    if (mutated) object = copy;
+  }
+
+  // Validation: of the (mutated) object; a DELETE has only the old one.
+  const target = object ?? request.oldObject ?? undefined;
+  if (target) {
+    for (const policy of matching) {
+      for (const rule of policy.validate) {
+        try {
+          const causes = validateRule(rule, target);
+          if (causes.length) failures.push({ policy, rule: rule.name, causes });
+        } catch (e) {
+          fail(policy, rule, e);
+        }
+      }
+    }
+  }
+
+  const denyCauses: FieldCause[] = [];
+  const warnings: string[] = [];
+  const decisions: PolicyDecision[] = [];
+  for (const { policy, rule, causes } of failures) {
+    const action = STRENGTH.find((a) => policy.actions.includes(a)) ?? 'Deny';
+    decisions.push({ policy: policy.name, rule, action, causes });
+    if (policy.actions.includes('Deny')) denyCauses.push(...causes);
+    if (policy.actions.includes('Warn')) {
+      for (const c of causes) {
+        warnings.push(`${policy.name}: ${c.field ? `${c.field}: ` : ''}${c.message}`);
+      }
+    }
+  }
+  const verdict = denyCauses.length ? denyInvalid(request, denyCauses) : undefined;
+  return {
+    allowed: !verdict,
+    ...(verdict && !verdict.allowed ? { status: verdict.status } : {}),
+    warnings,
+    ...(mutated && object ? { mutated: object } : {}),
+    decisions,
+  };
+}

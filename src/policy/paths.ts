@@ -1,0 +1,217 @@
+// JSONPath for policy rules: a syntax check at compile time, and every match with its
+// field path printed as apimachinery's field.Path prints it (`spec.containers[1].image`,
+// `metadata.labels[app.kubernetes.io/name]`).
+//
+// jsonpath-plus evaluates the paths, but its parser accepts any text (`$.spec.[`, `foo
+// bar` and `$.a[?(@.b ==` all "parse"), so checkPath walks the path's structure itself
+// and hands filter and script expressions to jsonpath-plus' own expression parser (jsep,
+// the one its safe evaluator runs).
+import { JSONPath } from 'jsonpath-plus';
+
+interface SafeScriptClass {
+  new (code: string): unknown;
+}
+const SafeScript = (JSONPath.prototype as unknown as { safeVm: { Script: SafeScriptClass } }).safeVm
+  .Script;
+
+const SUBSCRIPT =
+  /^\s*(?:'(?:[^'\\]|\\.)*'|"(?:[^"\\]|\\.)*"|\*|-?\d*\s*:\s*-?\d*(?:\s*:\s*-?\d+)?|-?\d+|[A-Za-z_$][\w$-]*)\s*$/;
+
+function splitUnion(inner: string): string[] | undefined {
+  const parts: string[] = [];
+  let quote = '';
+  let start = 0;
+  for (let i = 0; i < inner.length; i++) {
+    const c = inner[i];
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = '';
+    } else if (c === "'" || c === '"') quote = c;
+    else if (c === ',') {
+      parts.push(inner.slice(start, i));
+      start = i + 1;
+    }
+  }
+  if (quote) return undefined;
+  parts.push(inner.slice(start));
+  return parts;
+}
+
+/** The index of the `]` closing the `[` at `open`, skipping quotes and parentheses; -1 if none. */
+function closing(path: string, open: number): number {
+  let quote = '';
+  let depth = 0;
+  for (let i = open + 1; i < path.length; i++) {
+    const c = path[i];
+    if (quote) {
+      if (c === '\\') i++;
+      else if (c === quote) quote = '';
+    } else if (c === "'" || c === '"') quote = c;
+    else if (c === '(') depth++;
+    else if (c === ')') depth--;
+    else if (c === ']' && depth === 0) return i;
+  }
+  return -1;
+}
+
+function checkSubscript(inner: string): string | undefined {
+  const t = inner.trim();
+  if (t.startsWith('?(') || t.startsWith('(')) {
+    if (!t.endsWith(')')) return `expression ${JSON.stringify(t)} is not closed with ")"`;
+    // jsonpath-plus rewrites the @-names into sandbox variables before parsing (its _eval).
+    const code = t
+      .slice(t.startsWith('?') ? 2 : 1, -1)
+      .replaceAll(/@(parentProperty|parent|property|root|path)/gu, '_$$_$1')
+      .replaceAll(/@(?=[.\s)[]|$)/gu, '_$$_v');
+    try {
+      new SafeScript(code);
+    } catch (e) {
+      return `expression ${JSON.stringify(t)}: ${(e as Error).message}`;
+    }
+    return undefined;
+  }
+  const parts = splitUnion(t);
+  if (!parts) return `unterminated quote in [${inner}]`;
+  const bad = parts.find((p) => !SUBSCRIPT.test(p));
+  return bad === undefined ? undefined : `[${inner}] is not a key, index, slice, * or filter`;
+}
+
+/** Why `path` is not a JSONPath annex can evaluate, or undefined when it is one. */
+export function checkPath(path: string): string | undefined {
+  if (!path.startsWith('$')) return 'must start with "$" (the object\'s root)';
+  let i = 1;
+  while (i < path.length) {
+    const c = path[i] ?? '';
+    if (c === '[') {
+      const end = closing(path, i);
+      if (end < 0) return `"[" at character ${i + 1} is not closed`;
+      const fault = checkSubscript(path.slice(i + 1, end));
+      if (fault) return fault;
+      i = end + 1;
+    } else if (c === '.') {
+      const descent = path[i + 1] === '.';
+      i += descent ? 2 : 1;
+      if (descent && path[i] === '[') continue;
+      const name = /^[^.[\]\s^~]+/.exec(path.slice(i))?.[0];
+      if (name === undefined) return `expected a property name at character ${i + 1}`;
+      i += name.length;
+    } else if (c === '^' || c === '~') {
+      i++;
+    } else {
+      return `unexpected ${JSON.stringify(c)} at character ${i + 1}`;
+    }
+  }
+  return undefined;
+}
+
+/** One value a path selects: where it is, and how Kubernetes would name its field. */
+export interface PathMatch {
+  value: unknown;
+  /** `spec.template.spec.containers[1].image`; '' for the root. */
+  field: string;
+  /** The keys from the root: strings for map keys, numbers for array indexes. */
+  segments: (string | number)[];
+  /** The object or array holding the value (null for the root). */
+  parent: Record<string, unknown> | unknown[] | null;
+  key: string | number | null;
+}
+
+// Map-valued fields whose entries apimachinery names with .Key(): `resources.limits[cpu]`.
+const MAP_FIELDS = new Set([
+  'labels',
+  'annotations',
+  'data',
+  'binaryData',
+  'stringData',
+  'nodeSelector',
+  'matchLabels',
+  'requests',
+  'limits',
+  'capacity',
+  'allocatable',
+  'hard',
+  'used',
+  'overhead',
+]);
+const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/** field.Path rendering of keys: `.child`, `[index]`, `[key]` for map entries. */
+export function renderField(segments: readonly (string | number)[]): string {
+  let out = '';
+  let previous: string | number | undefined;
+  for (const s of segments) {
+    if (typeof s === 'number') out += `[${s}]`;
+    else if ((typeof previous === 'string' && MAP_FIELDS.has(previous)) || !IDENTIFIER.test(s)) {
+      out += `[${s}]`;
+    } else out += out === '' ? s : `.${s}`;
+    previous = s;
+  }
+  return out;
+}
+
+/**
+ * The field a path names when it matches nothing (for `required`): its segments rendered
+ * as field.Path would; wildcards and filters print in brackets (`containers[*].image`).
+ */
+export function fieldOfPath(path: string): string {
+  const segments = JSONPath.toPathArray(path).slice(1);
+  return renderField(segments.map((s) => (/^\d+$/.test(s) ? Number(s) : s)));
+}
+
+/**
+ * The keys a JSON Pointer (`/spec/containers/0`) walks from `root`, and the value it
+ * reaches. Walking the object tells an array index from a map key that looks like one.
+ */
+export function walkPointer(
+  root: unknown,
+  pointer: string,
+): { segments: (string | number)[]; value: unknown } {
+  const segments: (string | number)[] = [];
+  let cur = root;
+  for (const raw of pointer === '' ? [] : pointer.slice(1).split('/')) {
+    const k = raw.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (Array.isArray(cur)) {
+      segments.push(Number(k));
+      cur = cur[Number(k)];
+    } else {
+      segments.push(k);
+      cur = isRecord(cur) ? cur[k] : undefined;
+    }
+  }
+  return { segments, value: cur };
+}
+
+interface JsonPathAll {
+  value: unknown;
+  pointer: string;
+  parent: unknown;
+  parentProperty: string | number | null;
+}
+
+/** Every value `path` selects in `root`; throws what jsonpath-plus throws (an evaluation error). */
+export function matchesOf(path: string, root: object): PathMatch[] {
+  const found = JSONPath({
+    path,
+    json: root,
+    resultType: 'all',
+    wrap: true,
+    eval: 'safe',
+    ignoreEvalErrors: false,
+  }) as JsonPathAll[] | undefined;
+  return (found ?? []).map((m) => {
+    // The pointer is escaped, unlike jsonpath-plus' path string.
+    const { segments } = walkPointer(root, m.pointer);
+    const parent = Array.isArray(m.parent) || isRecord(m.parent) ? m.parent : null;
+    return {
+      value: m.value,
+      field: renderField(segments),
+      segments,
+      parent,
+      key: parent === null ? null : (segments.at(-1) ?? null),
+    };
+  });
+}
+
+export function isRecord(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}

@@ -1,0 +1,198 @@
+// The AdmissionPolicy schema, kept in this one place: it is the CRD's openAPIV3Schema
+// (crd.ts), so the API server refuses a malformed policy at `kubectl apply`, and the
+// schema compile.ts checks a policy against before compiling it (offline and in annex's
+// own validating webhook). Structural, as apiextensions.k8s.io/v1 requires: every field
+// typed; the free-form JSON Schema and `setIfAbsent` values keep unknown fields.
+import type { JsonSchema } from '../apiserver/types.js';
+import { NAME_RULES } from './names.js';
+
+const str = (description: string): JsonSchema => ({ type: 'string', description });
+const strings = (description: string): JsonSchema => ({
+  type: 'array',
+  description,
+  items: { type: 'string' },
+});
+
+const labelSelector = (description: string): JsonSchema => ({
+  type: 'object',
+  description,
+  properties: {
+    matchLabels: {
+      type: 'object',
+      description: 'Labels the object must carry, each with this exact value.',
+      additionalProperties: { type: 'string' },
+    },
+    matchExpressions: {
+      type: 'array',
+      description: 'Label requirements, all of which must hold.',
+      items: {
+        type: 'object',
+        required: ['key', 'operator'],
+        properties: {
+          key: str('The label key.'),
+          operator: {
+            type: 'string',
+            description: 'In, NotIn, Exists or DoesNotExist.',
+            enum: ['In', 'NotIn', 'Exists', 'DoesNotExist'],
+          },
+          values: strings('Values for In and NotIn.'),
+        },
+      },
+    },
+  },
+});
+
+const match = (description: string): JsonSchema => ({
+  type: 'object',
+  description,
+  properties: {
+    kinds: strings('Built-in kinds: "Pod", "apps/Deployment" (the group may be omitted).'),
+    resources: {
+      type: 'array',
+      description: 'Exact resource rules, as in a webhook configuration (for custom resources).',
+      items: {
+        type: 'object',
+        required: ['apiGroups', 'apiVersions', 'resources'],
+        properties: {
+          apiGroups: strings('API groups; "" is the core group, "*" all.'),
+          apiVersions: strings('Versions; "*" all.'),
+          resources: strings('Plural resources; "*" all, "pods/status" a subresource.'),
+          scope: { type: 'string', enum: ['Cluster', 'Namespaced', '*'] },
+        },
+      },
+    },
+    operations: {
+      type: 'array',
+      description: 'Default CREATE and UPDATE.',
+      items: { type: 'string', enum: ['CREATE', 'UPDATE', 'DELETE', 'CONNECT'] },
+    },
+    namespaceSelector: labelSelector("Labels of the object's namespace."),
+    objectSelector: labelSelector('Labels of the object (or of the old object on DELETE).'),
+    namespaces: strings(
+      "Namespace names; empty means all (kube-system and annex's own are always excluded).",
+    ),
+  },
+});
+
+const ruleName = str('Unique within the list; named in every decision and message.');
+const path = str(
+  "JSONPath (jsonpath-plus) from the object's root, e.g. $.spec.template.spec.containers[*].image.",
+);
+
+const validateRule: JsonSchema = {
+  type: 'object',
+  required: ['name', 'path'],
+  properties: {
+    name: ruleName,
+    path,
+    nameRule: {
+      type: 'string',
+      description: "One of Kubernetes' name rules, with Kubernetes' own messages.",
+      enum: [...NAME_RULES],
+    },
+    schema: {
+      type: 'object',
+      description: 'A JSON Schema (draft-07) every matched value must satisfy.',
+      'x-kubernetes-preserve-unknown-fields': true,
+    },
+    required: {
+      type: 'boolean',
+      description: 'The path must match at least one value.',
+      enum: [true],
+    },
+    forbidden: { type: 'boolean', description: 'The path must match nothing.', enum: [true] },
+    message: str("Replaces the rule's own detail text in each cause."),
+  },
+  oneOf: [
+    { required: ['nameRule'] },
+    { required: ['schema'] },
+    { required: ['required'] },
+    { required: ['forbidden'] },
+  ],
+};
+
+const mutateRule: JsonSchema = {
+  type: 'object',
+  required: ['name', 'path'],
+  properties: {
+    name: ruleName,
+    path: str('JSONPath to the objects to change; each match must be an object.'),
+    setIfAbsent: {
+      type: 'object',
+      description: 'Fields set on each match where absent, recursively; never overwrites.',
+      'x-kubernetes-preserve-unknown-fields': true,
+    },
+    podTemplateDefaults: {
+      type: 'boolean',
+      description: "Apply the API server's own defaults to each match (a PodTemplateSpec).",
+    },
+  },
+  anyOf: [{ required: ['setIfAbsent'] }, { required: ['podTemplateDefaults'] }],
+};
+
+/** An AdmissionPolicy's `spec`. */
+export const policySpecSchema: JsonSchema = {
+  type: 'object',
+  required: ['match'],
+  properties: {
+    match: match('What the policy applies to (webhook-rule semantics, matchPolicy Equivalent).'),
+    exclude: match('Requests the policy skips even when match selects them.'),
+    actions: {
+      type: 'array',
+      description: 'What a failing rule does: Deny (refuse), Warn (kubectl warnings), Audit.',
+      minItems: 1,
+      items: { type: 'string', enum: ['Deny', 'Warn', 'Audit'] },
+      'x-kubernetes-list-type': 'set',
+      default: ['Deny'],
+    },
+    failurePolicy: {
+      type: 'string',
+      description: 'What an evaluation error means: Fail (a failing rule) or Ignore (pass).',
+      enum: ['Fail', 'Ignore'],
+      default: 'Fail',
+    },
+    validate: {
+      type: 'array',
+      description: 'Checks, after every matching policy has mutated the object.',
+      items: validateRule,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['name'],
+    },
+    mutate: {
+      type: 'array',
+      description: 'Changes, emitted as a JSON Patch.',
+      items: mutateRule,
+      'x-kubernetes-list-type': 'map',
+      'x-kubernetes-list-map-keys': ['name'],
+    },
+  },
+};
+
+/** Written by annex: whether the policy compiled, and why not. */
+export const policyStatusSchema: JsonSchema = {
+  type: 'object',
+  properties: {
+    ready: { type: 'boolean', description: 'The policy compiled and is enforced.' },
+    error: str('The compile error, naming the rule and the fault.'),
+    observedGeneration: {
+      type: 'integer',
+      format: 'int64',
+      description: 'The generation ready and error describe.',
+    },
+  },
+};
+
+/** The whole object, as the CRD's openAPIV3Schema. */
+export const policySchema: JsonSchema = {
+  type: 'object',
+  description:
+    'A policy annex enforces on admission: JSONPath rules checked with JSON Schema or Kubernetes name rules, and mutations.',
+  required: ['spec'],
+  properties: {
+    apiVersion: { type: 'string' },
+    kind: { type: 'string' },
+    metadata: { type: 'object' },
+    spec: policySpecSchema,
+    status: policyStatusSchema,
+  },
+};
