@@ -14,6 +14,10 @@ export function register(program: Command): void {
     .option('--certs <dir>', 'folder with ca.crt, tls.crt, tls.key')
     .option('--kubeconfig <file>', 'kubeconfig for the API server annex extends')
     .option('--load <module...>', "modules of the user's own features (see README: Build your own)")
+    .option(
+      '--policies [dir]',
+      'serve AdmissionPolicies (policy.enabled); without an API server, read from dir (default policy.directory)',
+    )
     .action(
       async (o: {
         config?: string;
@@ -22,11 +26,20 @@ export function register(program: Command): void {
         certs?: string;
         kubeconfig?: string;
         load?: string[];
+        policies?: string | boolean;
       }) => {
         const overrides: ConfigOverrides = {
           server: { ...(o.host ? { host: o.host } : {}), ...(o.port ? { port: o.port } : {}) },
           tls: o.certs ? { dir: o.certs } : {},
           kube: o.kubeconfig ? { kubeconfig: o.kubeconfig } : {},
+          ...(o.policies
+            ? {
+                policy: {
+                  enabled: true,
+                  ...(typeof o.policies === 'string' ? { directory: o.policies } : {}),
+                },
+              }
+            : {}),
         };
         const config = loadConfig({ file: o.config, overrides });
         config.features.push(...(o.load ?? []));
