@@ -66,7 +66,8 @@ export function unionRules(rules: readonly RuleWithOperations[]): RuleWithOperat
 
 /** The same rules whatever the API server defaulted (scope) or reordered. */
 const sameRules = (a: unknown, b: readonly RuleWithOperations[]) =>
-  Array.isArray(a) && JSON.stringify(unionRules(a as RuleWithOperations[])) === JSON.stringify(b);
+  JSON.stringify(unionRules(Array.isArray(a) ? (a as RuleWithOperations[]) : [])) ===
+  JSON.stringify(b);
 
 interface Compiled {
   generation: number | undefined;
@@ -321,7 +322,10 @@ export function policyFeature(config: Config): Feature {
         });
       }
       // On failure the next policy change, or the configuration appearing, tries again.
-      if (ok) applied = want;
+      if (ok) {
+        applied = want;
+        flog?.info({ rules: rules.length }, 'policy webhook rules applied');
+      }
     })().finally(() => {
       applying = undefined;
       if (again) {
