@@ -196,5 +196,6 @@ describe('annex check command', () => {
       '--output: must be text or json',
     );
     await expect(run('-p', '-', '-')).rejects.toThrow('- (stdin) can be read only once');
+    await expect(run(objects)).rejects.toThrow('-p, --policy: name at least one AdmissionPolicy');
   });
 });

@@ -253,18 +253,16 @@ export function register(program: Command): void {
     .description(
       'what the API server would answer to creating these objects with the AdmissionPolicies installed, offline (exit 1 on any denial)',
     )
-    .requiredOption(
-      '-p, --policy <path>',
-      'AdmissionPolicy file or folder (repeat for more)',
-      collect,
-      [],
-    )
+    .option('-p, --policy <path>', 'AdmissionPolicy file or folder (repeat for more)', collect, [])
     .argument('<files...>', 'YAML or JSON files or folders of objects, or - for stdin')
     .option('-n, --namespace <namespace>', 'namespace for objects without one', 'default')
     .option('-o, --output <format>', 'text or json', 'text')
     .action((files: string[], opts: { policy: string[]; namespace: string; output: string }) => {
       if (opts.output !== 'text' && opts.output !== 'json') {
         throw new UserError(`--output: must be text or json, got "${opts.output}"`);
+      }
+      if (opts.policy.length === 0) {
+        throw new UserError('-p, --policy: name at least one AdmissionPolicy file or folder');
       }
       if ([...opts.policy, ...files].filter((f) => f === '-').length > 1) {
         throw new UserError('- (stdin) can be read only once');

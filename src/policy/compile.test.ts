@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compilePolicy } from './compile.js';
-import { checkPath, fieldOfPath, matchesOf } from './paths.js';
+import { checkPath, fieldOfPath, jsonPathMatches, matchesOf } from './paths.js';
 import { PolicyCompileError } from './types.js';
 
 const policy = (spec: Record<string, unknown>, name = 'p') => ({
@@ -252,5 +252,44 @@ describe('JSONPath', () => {
     );
     expect(fieldOfPath('$.spec.containers[*].resources')).toBe('spec.containers[*].resources');
     expect(fieldOfPath('$.spec.containers[0].image')).toBe('spec.containers[0].image');
+  });
+
+  it('the direct walk of plain paths finds what jsonpath-plus finds, in the same order', () => {
+    const objects = [
+      {
+        metadata: { name: 'n', labels: { 'app.kubernetes.io/name': 'w', a: null } },
+        spec: {
+          containers: [{ image: 'a', ports: [{ p: 1 }, { p: 2 }] }, { image: 'b' }, 'x', null],
+          'my-key': { '0': 'zero', 1: 'one' },
+        },
+      },
+      { spec: { containers: { notAList: true } }, metadata: 'str' },
+      {},
+    ];
+    const paths = [
+      '$',
+      '$.metadata.name',
+      '$.metadata.labels.*',
+      "$.metadata.labels['app.kubernetes.io/name']",
+      '$.metadata.labels["a"]',
+      '$.spec.containers[*].image',
+      '$.spec.containers[*].ports[*].p',
+      '$.spec.containers[1]',
+      '$.spec.containers[7]',
+      '$.spec.containers.length',
+      '$.spec.containers[*]',
+      "$.spec.my-key['0']",
+      '$.spec.my-key[1]',
+      '$.spec.*.*',
+      '$[*]',
+      '$.missing.deeper',
+    ];
+    for (const obj of objects) {
+      for (const p of paths) {
+        expect(matchesOf(p, obj), `${p} on ${JSON.stringify(obj)}`).toEqual(
+          jsonPathMatches(p, obj),
+        );
+      }
+    }
   });
 });

@@ -8,6 +8,10 @@
 // into one 422 Invalid Status (kubectl prints it as built-in validation), Warn into
 // warnings (`<policy>: <field>: <message>`), Audit only into the decisions, which every
 // failing rule yields whatever its actions.
+//
+// Mutations are copy-on-write: `mutated` shares every object it did not change with the
+// request's object (which is never modified), so a 10 KB object is not cloned per policy.
+// Treat both as read-only.
 import { isDeepStrictEqual } from 'node:util';
 import { defaultPodTemplateSpec } from '../admission/defaults/index.js';
 import { fieldErrorBody, validateName } from '../admission/names/index.js';
@@ -95,44 +99,68 @@ function validateRule(rule: CompiledValidateRule, obj: object): FieldCause[] {
   }
 }
 
-/** Fields of `defaults` absent from `target` are set (recursively into objects); true if any was. */
-function setAbsent(target: Record<string, unknown>, defaults: Record<string, unknown>): boolean {
-  let changed = false;
+/**
+ * `target` with the fields of `defaults` it lacks (recursively into objects), as a new
+ * object sharing what did not change; undefined when nothing was absent.
+ */
+function withAbsent(
+  target: Record<string, unknown>,
+  defaults: Record<string, unknown>,
+): Record<string, unknown> | undefined {
+  let out: Record<string, unknown> | undefined;
   for (const [k, v] of Object.entries(defaults)) {
     const cur = target[k];
     if (cur === undefined || cur === null) {
-      target[k] = structuredClone(v);
-      changed = true;
+      out ??= { ...target };
+      out[k] = structuredClone(v);
     } else if (isRecord(cur) && isRecord(v)) {
-      changed = setAbsent(cur, v) || changed;
+      const sub = withAbsent(cur, v);
+      if (sub) {
+        out ??= { ...target };
+        out[k] = sub;
+      }
     }
   }
-  return changed;
+  return out;
 }
 
-/** Applies one mutate rule to `root` in place; returns the (possibly replaced) root and whether it changed. */
-function mutateRule(
-  rule: CompiledMutateRule,
-  root: KubeObject,
-): { root: KubeObject; changed: boolean } {
+type Container = Record<string | number, unknown>;
+
+/** The value at `segments` in `root`. */
+function valueAt(root: unknown, segments: readonly (string | number)[]): unknown {
+  return segments.reduce<unknown>((v, k) => (v as Container | undefined)?.[k], root);
+}
+
+/** `root` with `value` at `segments`: the objects on the way are copied, the rest shared. */
+function replaceAt(root: unknown, segments: readonly (string | number)[], value: unknown): unknown {
+  if (segments.length === 0) return value;
+  const [k, ...rest] = segments as [string | number, ...(string | number)[]];
+  const copy = (Array.isArray(root) ? [...root] : { ...(root as object) }) as Container;
+  copy[k] = replaceAt(copy[k], rest, value);
+  return copy;
+}
+
+/**
+ * One mutate rule on `root`, copy-on-write: the result shares every object it did not
+ * change with `root`, which is never modified. Returns `root` itself when nothing changed.
+ */
+function mutateRule(rule: CompiledMutateRule, root: KubeObject): KubeObject {
   const matches = matchesOf(rule.path, root);
   const bad = matches.find((m) => !isRecord(m.value));
   if (bad) throw new Error(`${bad.field || 'the object'} is not an object`);
-  let changed = false;
+  let out = root;
   for (const m of matches) {
-    let target = m.value as Record<string, unknown>;
+    // Read again from `out`: an earlier match may have replaced an ancestor.
+    const before = valueAt(out, m.segments) as Record<string, unknown>;
+    let after = before;
     if (rule.podTemplateDefaults) {
-      const defaulted = defaultPodTemplateSpec(target);
-      if (!isDeepStrictEqual(defaulted, target)) {
-        changed = true;
-        if (m.parent === null) root = defaulted as KubeObject;
-        else (m.parent as Record<string | number, unknown>)[m.key ?? ''] = defaulted;
-        target = defaulted;
-      }
+      const defaulted = defaultPodTemplateSpec(after);
+      if (!isDeepStrictEqual(defaulted, after)) after = defaulted;
     }
-    if (rule.setIfAbsent) changed = setAbsent(target, rule.setIfAbsent) || changed;
+    if (rule.setIfAbsent) after = withAbsent(after, rule.setIfAbsent) ?? after;
+    if (after !== before) out = replaceAt(out, m.segments, after) as KubeObject;
   }
-  return { root, changed };
+  return out;
 }
 
 /** field.InternalError: what a rule that cannot be evaluated on this object reports. */
@@ -160,24 +188,21 @@ export function evaluate(
     }
   };
 
-  // Mutation, on a copy made once: the request's object is never changed.
-  let object = request.object ?? undefined;
-  let mutated = false;
-  if (object && matching.some((p) => p.mutate.length > 0)) {
-    let copy = structuredClone(object);
+  // Mutation, copy-on-write: the request's object is never changed.
+  const original = request.object ?? undefined;
+  let object = original;
+  if (object) {
     for (const policy of matching) {
       for (const rule of policy.mutate) {
         try {
-          const r = mutateRule(rule, copy);
-          copy = r.root;
-          mutated = r.changed || mutated;
+          object = mutateRule(rule, object);
         } catch (e) {
           fail(policy, rule, e);
         }
       }
     }
-    if (mutated) object = copy;
   }
+  const mutated = object !== original;
 
   // Validation: of the (mutated) object; a DELETE has only the old one.
   const target = object ?? request.oldObject ?? undefined;

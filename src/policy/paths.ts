@@ -170,9 +170,12 @@ export function walkPointer(
   let cur = root;
   for (const raw of pointer === '' ? [] : pointer.slice(1).split('/')) {
     const k = raw.replaceAll('~1', '/').replaceAll('~0', '~');
-    if (Array.isArray(cur)) {
+    if (Array.isArray(cur) && /^\d+$/.test(k)) {
       segments.push(Number(k));
       cur = cur[Number(k)];
+    } else if (Array.isArray(cur)) {
+      segments.push(k); // `length`
+      cur = (cur as unknown as Record<string, unknown>)[k];
     } else {
       segments.push(k);
       cur = isRecord(cur) ? cur[k] : undefined;
@@ -188,8 +191,8 @@ interface JsonPathAll {
   parentProperty: string | number | null;
 }
 
-/** Every value `path` selects in `root`; throws what jsonpath-plus throws (an evaluation error). */
-export function matchesOf(path: string, root: object): PathMatch[] {
+/** Every value `path` selects in `root`, by jsonpath-plus; throws what it throws. */
+export function jsonPathMatches(path: string, root: object): PathMatch[] {
   const found = JSONPath({
     path,
     json: root,
@@ -210,6 +213,75 @@ export function matchesOf(path: string, root: object): PathMatch[] {
       key: parent === null ? null : (segments.at(-1) ?? null),
     };
   });
+}
+
+// Most rule paths are plain steps — `.name`, `['key']`, `[0]`, `[*]`, `.*` — which a
+// direct walk answers several times faster than jsonpath-plus' general machinery, with
+// the same matches in the same order (a unit test compares the two).
+type Step = string | number | '*';
+const STEP = /^(?:\.([A-Za-z_][\w-]*)|\.\*|\[\*\]|\['([^'\\\]]*)'\]|\["([^"\\\]]*)"\]|\[(\d+)\])/;
+const plainPaths = new Map<string, Step[] | null>();
+
+function plainSteps(path: string): Step[] | null {
+  let steps = plainPaths.get(path);
+  if (steps !== undefined) return steps;
+  steps = [];
+  let rest = path.startsWith('$') ? path.slice(1) : '.';
+  while (rest !== '' && steps) {
+    const m = STEP.exec(rest);
+    if (!m) steps = null;
+    else {
+      const name = m[1] ?? m[2] ?? m[3];
+      steps.push(name !== undefined ? name : m[4] !== undefined ? Number(m[4]) : '*');
+      rest = rest.slice(m[0].length);
+    }
+  }
+  plainPaths.set(path, steps);
+  return steps;
+}
+
+interface Cursor {
+  value: unknown;
+  segments: (string | number)[];
+  parent: Record<string, unknown> | unknown[] | null;
+}
+
+function step(from: Cursor[], s: Step): Cursor[] {
+  const out: Cursor[] = [];
+  for (const c of from) {
+    const v = c.value;
+    if (typeof v !== 'object' || v === null) continue;
+    const container = v as Record<string, unknown> | unknown[];
+    const at = (k: string | number) =>
+      out.push({
+        value: (container as Record<string | number, unknown>)[k],
+        segments: [...c.segments, k],
+        parent: container,
+      });
+    if (s === '*') {
+      if (Array.isArray(container)) container.forEach((_, i) => at(i));
+      else Object.keys(container).forEach(at);
+    } else if (Object.hasOwn(container, s)) {
+      // Index or key as walkPointer reports it: numbers in arrays, strings in objects.
+      at(Array.isArray(container) && /^\d+$/.test(String(s)) ? Number(s) : String(s));
+    }
+  }
+  return out;
+}
+
+/** Every value `path` selects in `root`; throws what jsonpath-plus throws (an evaluation error). */
+export function matchesOf(path: string, root: object): PathMatch[] {
+  const steps = plainSteps(path);
+  if (!steps) return jsonPathMatches(path, root);
+  let cursors: Cursor[] = [{ value: root, segments: [], parent: null }];
+  for (const s of steps) cursors = step(cursors, s);
+  return cursors.map((c) => ({
+    value: c.value,
+    field: renderField(c.segments),
+    segments: c.segments,
+    parent: c.parent,
+    key: c.parent === null ? null : (c.segments.at(-1) ?? null),
+  }));
 }
 
 export function isRecord(v: unknown): v is Record<string, unknown> {

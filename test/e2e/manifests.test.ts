@@ -41,6 +41,7 @@ describeCluster('manifests/ (kustomize base)', () => {
       'APIService/v1beta1.metrics.annex.dev': '',
       'ValidatingWebhookConfiguration/annex-names': '',
       'MutatingWebhookConfiguration/annex-defaults': '',
+      'CustomResourceDefinition/admissionpolicies.policy.annex.dev': '',
     });
     const deploy = objs.find((o) => o.kind === 'Deployment');
     expect(
@@ -127,6 +128,14 @@ describeCluster('manifests/ (kustomize base)', () => {
       expect(lines).toContain(
         'apiservice.apiregistration.k8s.io/v1beta1.metrics.annex.dev created (server dry run)',
       );
+      // The CRD may already be served (the RBAC test above installs it for can-i).
+      expect(
+        lines.some((l) =>
+          /^customresourcedefinition\.apiextensions\.k8s\.io\/admissionpolicies\.policy\.annex\.dev (created|configured|unchanged) \(server dry run\)$/.test(
+            l,
+          ),
+        ),
+      ).toBe(true);
       expect(lines).toHaveLength(23);
     } finally {
       await ensureAnnexService();

@@ -1,0 +1,137 @@
+// Policy evaluation benchmark: CPU per request of evaluate() for 1, 10 and 100
+// AdmissionPolicies that all match a 10 KB Deployment, beside a bare reference measured
+// in the same run — JSON.parse + JSON.stringify of the same AdmissionReview, what the bare
+// server of bench/admission.bench.mjs does per request. Read the ratios: this machine is
+// noisy. In-process, single thread. Usage: npm run build && node bench/policy.bench.mjs
+import { compilePolicy } from '../dist/policy/compile.js';
+import { evaluate } from '../dist/policy/evaluate.js';
+
+const TARGET_BYTES = 10 * 1024;
+const COUNTS = [1, 10, 100];
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 1);
+
+function review(i) {
+  const deployment = {
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: {
+      name: `web-${i}`,
+      namespace: 'bench',
+      labels: { app: 'web', 'app.kubernetes.io/name': 'web' },
+    },
+    spec: {
+      replicas: 3,
+      selector: { matchLabels: { app: 'web' } },
+      template: {
+        metadata: { labels: { app: 'web' } },
+        spec: {
+          containers: [
+            { name: 'web', image: 'nginx:1.27', env: [] },
+            { name: 'sidecar', image: 'envoy:1.31', env: [] },
+          ],
+        },
+      },
+    },
+  };
+  const text = () =>
+    JSON.stringify({
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}`,
+        kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+        resource: { group: 'apps', version: 'v1', resource: 'deployments' },
+        name: `web-${i}`,
+        namespace: 'bench',
+        operation: 'CREATE',
+        userInfo: { username: 'bench' },
+        object: deployment,
+        dryRun: false,
+      },
+    });
+  // Pad with environment variables, as large pod specs have.
+  const env = deployment.spec.template.spec.containers[0].env;
+  for (let n = 0; text().length < TARGET_BYTES; n++) {
+    env.push({ name: `VAR_${n}`, value: `value-${n}-${'x'.repeat(40)}` });
+  }
+  return text();
+}
+
+/** Four kinds of rule, cycled: a name rule, a schema on every image, a required label, a mutation. */
+function policy(i) {
+  const spec = { match: { kinds: ['apps/Deployment'] } };
+  const kind = i % 4;
+  if (kind === 0) {
+    spec.validate = [{ name: 'name', path: '$.metadata.name', nameRule: 'dns1123Label' }];
+  } else if (kind === 1) {
+    spec.validate = [
+      {
+        name: 'images',
+        path: '$.spec.template.spec.containers[*].image',
+        schema: { type: 'string', pattern: `^[^@]*:(?!latest$)[^:/@]+$` },
+      },
+    ];
+  } else if (kind === 2) {
+    spec.validate = [
+      { name: 'label', path: "$.metadata.labels['app.kubernetes.io/name']", required: true },
+    ];
+  } else {
+    spec.mutate = [
+      {
+        name: 'requests',
+        path: '$.spec.template.spec.containers[*]',
+        setIfAbsent: { resources: { requests: { cpu: `${100 + i}m` } } },
+      },
+    ];
+  }
+  return compilePolicy({
+    apiVersion: 'policy.annex.dev/v1alpha1',
+    kind: 'AdmissionPolicy',
+    metadata: { name: `p-${i}` },
+    spec,
+  });
+}
+
+/** CPU microseconds per call of fn(i), run for SECONDS after a warm-up. */
+function perCall(fn) {
+  for (let i = 0; i < 200; i++) fn(i);
+  let n = 0;
+  const start = process.cpuUsage();
+  const t0 = process.hrtime.bigint();
+  while (Number(process.hrtime.bigint() - t0) / 1e9 < SECONDS || n < 50) fn(n++);
+  const u = process.cpuUsage(start);
+  return (u.user + u.system) / n;
+}
+
+const texts = Array.from({ length: 16 }, (_, i) => review(i));
+const requests = texts.map((t) => JSON.parse(t).request);
+let sink = 0;
+
+const bare = perCall((i) => {
+  const r = JSON.parse(texts[i % texts.length]);
+  sink += JSON.stringify({
+    apiVersion: r.apiVersion,
+    kind: 'AdmissionReview',
+    response: { uid: r.request.uid, allowed: true },
+  }).length;
+});
+const rows = COUNTS.map((count) => {
+  const policies = Array.from({ length: count }, (_, i) => policy(i));
+  const us = perCall((i) => {
+    const e = evaluate(policies, requests[i % requests.length]);
+    if (!e.allowed) throw new Error(`bench policies must allow: ${JSON.stringify(e.status)}`);
+    sink += e.decisions.length;
+  });
+  return { count, us };
+});
+
+const f = (x) => x.toFixed(1);
+console.log(
+  `policy evaluation: ${(texts[0].length / 1024).toFixed(1)} KB Deployment review, every policy matching, ${SECONDS}s per cell, CPU per request`,
+);
+console.log(`bare reference (JSON.parse + stringify of the review): ${f(bare)} µs`);
+console.log('policies | evaluate CPU/req | ratio to bare | per policy');
+for (const { count, us } of rows) {
+  console.log(`${count} | ${f(us)} µs | ${f(us / bare)}x | ${f(us / count)} µs`);
+}
+if (sink < 0) console.log(sink);
