@@ -62,7 +62,7 @@ const slow = validatingWebhook({
 function webhookApp(hooks: Webhook[], logger: Logger = log, maxBytesInFlight = Infinity): Koa {
   const app = new Koa();
   app.use(statusErrors(logger));
-  app.use(webhookRoutes(hooks, logger, maxBytesInFlight));
+  app.use(webhookRoutes(hooks, logger, { maxBytesInFlight }));
   return app;
 }
 

@@ -29,9 +29,13 @@ export function resource(init: ResourceInit): ResourceDecl {
   const lower = init.kind.toLowerCase();
   const columns = Object.entries(init.columns ?? {}).map(([name, jsonPath]): TableColumn => {
     const field = init.fields[/^\$\.([^.[]+)$/.exec(jsonPath)?.[1] ?? ''] ?? {};
-    const type = CELL_TYPES.has(field.type as string)
-      ? (field.type as TableColumn['type'])
-      : 'string';
+    // A date-time string is shown as an age ("5m"), as CRD printer columns of type date.
+    const type =
+      field.format === 'date-time'
+        ? 'date'
+        : CELL_TYPES.has(field.type as string)
+          ? (field.type as TableColumn['type'])
+          : 'string';
     const description = typeof field.description === 'string' ? field.description : name;
     return { name, type, description, jsonPath, priority: 0 };
   });

@@ -119,7 +119,8 @@ export async function ensureCertificates(opts: EnsureOptions): Promise<EnsureRes
       ca: signer,
       key,
       commonName: `${opts.service}.${opts.namespace}.svc`,
-      usages: ['serverAuth'],
+      // clientAuth too: replicas present it to each other (peer endpoints, src/server/client-cert.ts).
+      usages: ['serverAuth', 'clientAuth'],
       dnsNames,
       ipAddresses,
       validityDays: opts.leafValidityDays,

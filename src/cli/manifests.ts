@@ -11,7 +11,10 @@ import { builtinFeatures } from '../server/builtins.js';
 import { loadFeatureModules } from '../server/load-features.js';
 
 /** Every built-in feature with every option on: what webhooks/ and apiservice/ hold. */
-export const ALL_BUILTINS: ConfigOverrides = { metrics: { registerMetricsK8sIo: true } };
+export const ALL_BUILTINS: ConfigOverrides = {
+  metrics: { registerMetricsK8sIo: true },
+  policy: { enabled: true },
+};
 
 export function register(program: Command): void {
   program

@@ -15,6 +15,10 @@ export function register(program: Command): void {
     .option('--kubeconfig <file>', 'kubeconfig for the API server annex extends')
     .option('--load <module...>', "modules of the user's own features (see README: Build your own)")
     .option('--context <name>', 'kubeconfig context to use (default: its current-context)')
+    .option(
+      '--policies [dir]',
+      'serve AdmissionPolicies (policy.enabled); without an API server, read from dir (default policy.directory)',
+    )
     .action(
       async (o: {
         config?: string;
@@ -24,6 +28,7 @@ export function register(program: Command): void {
         kubeconfig?: string;
         load?: string[];
         context?: string;
+        policies?: string | boolean;
       }) => {
         const overrides: ConfigOverrides = {
           server: { ...(o.host ? { host: o.host } : {}), ...(o.port ? { port: o.port } : {}) },
@@ -32,6 +37,14 @@ export function register(program: Command): void {
             ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
             ...(o.context ? { context: o.context } : {}),
           },
+          ...(o.policies
+            ? {
+                policy: {
+                  enabled: true,
+                  ...(typeof o.policies === 'string' ? { directory: o.policies } : {}),
+                },
+              }
+            : {}),
         };
         const config = loadConfig({ file: o.config, overrides });
         config.features.push(...(o.load ?? []));

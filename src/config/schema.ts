@@ -66,6 +66,11 @@ export interface Config {
   admission: {
     /** AdmissionReview bytes held at once (read, decided, answer unsent); beyond it 429. */
     maxInFlightBytes: number;
+    /**
+     * PEM file of the CA whose client certificates may send AdmissionReviews (the
+     * kube-apiserver's, from its AdmissionConfiguration kubeconfig); empty = any caller.
+     */
+    clientCA: string;
     names: {
       /** Validating webhook /validate/names. */
       enabled: boolean;
@@ -106,6 +111,26 @@ export interface Config {
       concurrency: number;
     };
   };
+  policy: {
+    /** Serve AdmissionPolicies (policy.annex.dev): webhooks, Events, the decision log. */
+    enabled: boolean;
+    /** Without an API server, the policies are read from this folder. */
+    directory: string;
+    /** reportingInstance of Events and `replica` of decisions; empty = the host (Pod) name. */
+    instance: string;
+    /** Write events.k8s.io Events for Deny, Warn and Audit decisions. */
+    events: boolean;
+    decisionLog: {
+      /** AdmissionEvents kept in memory by each replica; the oldest are dropped. */
+      maxEntries: number;
+      /** Other replicas' base URLs (https://host:port), read when listing decisions. */
+      peers: string[];
+      /** Find the other replicas from the EndpointSlices of tls.service in tls.namespace. */
+      discoverPeers: boolean;
+      /** How long one peer may take to answer before its decisions are left out. */
+      peerTimeoutMs: number;
+    };
+  };
   log: {
     level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
   };
@@ -116,11 +141,12 @@ export interface Config {
 /** An empty object as a default: ajv then fills its fields from their own defaults. */
 const filledIn = <T>() => ({}) as T;
 type Admission = Config['admission'];
+type Policy = Config['policy'];
 
 export const configSchema: JSONSchemaType<Config> = {
   type: 'object',
   additionalProperties: false,
-  required: ['server', 'tls', 'kube', 'admission', 'metrics', 'log', 'features'],
+  required: ['server', 'tls', 'kube', 'admission', 'metrics', 'policy', 'log', 'features'],
   properties: {
     server: {
       type: 'object',
@@ -184,10 +210,11 @@ export const configSchema: JSONSchemaType<Config> = {
     admission: {
       type: 'object',
       additionalProperties: false,
-      required: ['maxInFlightBytes', 'names', 'defaults'],
+      required: ['maxInFlightBytes', 'clientCA', 'names', 'defaults'],
       properties: {
         // 64 MiB: nine reviews of the API server's largest (3 MiB object + 3 MiB oldObject).
         maxInFlightBytes: { type: 'integer', minimum: 1, default: 64 * 1024 * 1024 },
+        clientCA: { type: 'string', default: '' },
         names: {
           type: 'object',
           additionalProperties: false,
@@ -268,6 +295,29 @@ export const configSchema: JSONSchemaType<Config> = {
               default: ['InternalIP', 'ExternalIP', 'Hostname'],
             },
             concurrency: { type: 'integer', minimum: 1, default: 32 },
+          },
+        },
+      },
+    },
+    policy: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['enabled', 'directory', 'instance', 'events', 'decisionLog'],
+      properties: {
+        enabled: { type: 'boolean', default: false },
+        directory: { type: 'string', minLength: 1, default: 'policies' },
+        instance: { type: 'string', maxLength: 128, default: '' },
+        events: { type: 'boolean', default: true },
+        decisionLog: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['maxEntries', 'peers', 'discoverPeers', 'peerTimeoutMs'],
+          default: filledIn<Policy['decisionLog']>(),
+          properties: {
+            maxEntries: { type: 'integer', minimum: 1, default: 1000 },
+            peers: { type: 'array', items: { type: 'string', pattern: '^https://' }, default: [] },
+            discoverPeers: { type: 'boolean', default: false },
+            peerTimeoutMs: { type: 'integer', minimum: 1, default: 2000 },
           },
         },
       },

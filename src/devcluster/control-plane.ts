@@ -2,7 +2,8 @@
 // Flags follow docs/control-plane.md: RBAC, a client CA, service-account keys, the
 // ServiceAccount admission plugin left on, and the aggregation layer's front-proxy flags.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync, openSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { stringify } from 'yaml';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,6 +26,18 @@ export interface ClusterInfo {
   /** Front-proxy client certificate (CN=front-proxy-client), as the aggregator presents. */
   frontProxyClientCert: string;
   frontProxyClientKey: string;
+  /**
+   * The CA of the client certificate kube-apiserver presents to every admission webhook
+   * (its AdmissionConfiguration names a kubeconfig whose `*` user holds it): what a webhook
+   * checking its callers (annex's admission.clientCA) trusts.
+   */
+  webhookClientCaFile: string;
+  /**
+   * Where kube-apiserver's pid is. A test restarts it by creating `apiServerRestartFile`,
+   * then sending SIGTERM to that pid: the control plane starts it again with the same flags.
+   */
+  apiServerPidFile: string;
+  apiServerRestartFile: string;
 }
 
 export function freePort(): Promise<number> {
@@ -69,6 +82,7 @@ export class ControlPlane {
       '--log-level=warn',
     ]);
     const server = `https://127.0.0.1:${apiPort}`;
+    const admissionConfig = writeAdmissionConfig(this.dir);
     this.spawn('kube-apiserver', [
       `--etcd-servers=http://127.0.0.1:${etcdPort}`,
       '--bind-address=127.0.0.1',
@@ -92,6 +106,7 @@ export class ControlPlane {
       '--requestheader-extra-headers-prefix=X-Remote-Extra-',
       `--proxy-client-cert-file=${p('front-proxy-client.crt')}`,
       `--proxy-client-key-file=${p('front-proxy-client.key')}`,
+      `--admission-control-config-file=${admissionConfig}`,
       '--profiling=false',
     ]);
 
@@ -129,6 +144,9 @@ export class ControlPlane {
       frontProxyCaFile: pki.frontProxyCa,
       frontProxyClientCert: p('front-proxy-client.crt'),
       frontProxyClientKey: p('front-proxy-client.key'),
+      webhookClientCaFile: p('webhook-client-ca.crt'),
+      apiServerPidFile: p('kube-apiserver.pid'),
+      apiServerRestartFile: p('kube-apiserver.restart'),
     };
     return this.info;
   }
@@ -136,9 +154,18 @@ export class ControlPlane {
   private spawn(name: string, args: string[]): void {
     const out = openSync(join(this.dir, `${name}.log`), 'a');
     const child = spawn(join(this.binDir, name), args, { stdio: ['ignore', out, out] });
+    writeFileSync(join(this.dir, `${name}.pid`), String(child.pid));
     child.once('exit', (code, signal) => {
-      if (!this.stopping)
-        this.crashed = `${name} exited (${signal ?? code}); see ${join(this.dir, `${name}.log`)}`;
+      if (this.stopping) return;
+      const restart = join(this.dir, `${name}.restart`);
+      if (existsSync(restart)) {
+        // A test asked for a restart: same flags, same ports, same etcd.
+        rmSync(restart);
+        this.procs = this.procs.filter((c) => c !== child);
+        this.spawn(name, args);
+        return;
+      }
+      this.crashed = `${name} exited (${signal ?? code}); see ${join(this.dir, `${name}.log`)}`;
     });
     this.procs.push(child);
   }
@@ -196,4 +223,52 @@ export class ControlPlane {
     rmSync(this.dir, { recursive: true, force: true });
     process.off('exit', this.onExit);
   }
+}
+
+/**
+ * An AdmissionConfiguration giving the webhook admission plugins a kubeconfig whose `*`
+ * user (the default for every webhook host) presents a client certificate from its own CA.
+ * Harmless to webhooks that do not check callers; lets a test prove one that does.
+ */
+function writeAdmissionConfig(dir: string): string {
+  const b64 = (f: string) => readFileSync(join(dir, f)).toString('base64');
+  const kubeconfig = join(dir, 'admission-webhooks.kubeconfig');
+  writeFileSync(
+    kubeconfig,
+    stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      users: [
+        {
+          name: '*',
+          user: {
+            'client-certificate-data': b64('webhook-client.crt'),
+            'client-key-data': b64('webhook-client.key'),
+          },
+        },
+      ],
+    }),
+    { mode: 0o600 },
+  );
+  const plugin = (name: string, kind: string) => ({
+    name,
+    configuration: {
+      apiVersion: 'apiserver.config.k8s.io/v1',
+      kind,
+      kubeConfigFile: kubeconfig,
+    },
+  });
+  const file = join(dir, 'admission-config.yaml');
+  writeFileSync(
+    file,
+    stringify({
+      apiVersion: 'apiserver.config.k8s.io/v1',
+      kind: 'AdmissionConfiguration',
+      plugins: [
+        plugin('ValidatingAdmissionWebhook', 'WebhookAdmissionConfiguration'),
+        plugin('MutatingAdmissionWebhook', 'WebhookAdmissionConfiguration'),
+      ],
+    }),
+  );
+  return file;
 }

@@ -130,6 +130,15 @@ export function makePki(dir: string): Pki {
   opensslLeaf(dir, 'admin', 'client-ca', '/O=system:masters/CN=annex-admin', CLIENT_EXT);
   opensslLeaf(dir, 'user', 'client-ca', '/CN=jane', CLIENT_EXT);
   opensslLeaf(dir, 'front-proxy-client', 'front-proxy-ca', '/CN=front-proxy-client', CLIENT_EXT);
+  // What kube-apiserver presents to admission webhooks (control-plane.ts, AdmissionConfiguration).
+  opensslCa(dir, 'webhook-client-ca', 'annex-test-webhook-client-ca');
+  opensslLeaf(
+    dir,
+    'webhook-client',
+    'webhook-client-ca',
+    '/CN=kube-apiserver-webhook-client',
+    CLIENT_EXT,
+  );
   openssl(
     ['genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-out', 'sa.key'],
     dir,

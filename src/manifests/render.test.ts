@@ -22,10 +22,14 @@ describe('the committed registration YAML', () => {
 
   it('covers every built-in webhook and group', () => {
     expect([...files.keys()].sort()).toEqual([
+      'apiservice/audit-annex-dev/apiservice.yaml',
       'apiservice/metrics-annex-dev/apiservice.yaml',
       'apiservice/metrics-k8s-io/apiservice.yaml',
       'webhooks/mutating-defaults.yaml',
+      'webhooks/mutating-policies.yaml',
+      'webhooks/validating-admissionpolicies.yaml',
       'webhooks/validating-names.yaml',
+      'webhooks/validating-policies.yaml',
     ]);
   });
 

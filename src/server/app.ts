@@ -1,6 +1,7 @@
 // The one place the request path is composed. Read it top to bottom: each middleware
 // does one thing, in the order k8s.io/apiserver's filter chain does it. Nothing below is
 // specific to a feature: webhooks and groups come from the features' declarations.
+import type { X509Certificate } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
 import { admissionReview, inFlightBytes } from '../admission/server.js';
@@ -10,7 +11,9 @@ import { aggregatedApi, requestInfoMiddleware } from '../apiserver/handler.js';
 import { forbiddenPath, methodNotAllowedPath } from '../apiserver/status.js';
 import type { GroupVersionDecl } from '../apiserver/types.js';
 import type { Logger } from '../log.js';
+import type { Feature } from './feature.js';
 import { accessLog } from './access-log.js';
+import { peerEndpoints, requireClientCert } from './client-cert.js';
 import { statusErrors } from './errors.js';
 import { health, type Readiness } from './health.js';
 import { prometheusEndpoint } from './prometheus.js';
@@ -21,6 +24,12 @@ export interface AppParts {
   readiness: Readiness;
   webhooks: Webhook[];
   groups: GroupVersionDecl[];
+  /** Features whose `peer` endpoints are served to annex's own replicas. */
+  features?: readonly Feature[];
+  /** annex's CA (ca.crt), read per request: it is what a replica's certificate chains to. */
+  annexCa?: () => X509Certificate[];
+  /** `admission.clientCA`: when set, AdmissionReviews need a client certificate from it. */
+  webhookClientCa?: X509Certificate[] | null;
   /**
    * Delegated authentication and authorization; null only without an API server, when
    * annex listens on loopback (`trustLoopback`) or serves nothing but webhooks and probes.
@@ -41,7 +50,15 @@ export function createApp(parts: AppParts): Koa {
   app.use(statusErrors(parts.log)); // 1. every failure below → a Status JSON
   app.use(accessLog(parts.log)); // 2. one line per request: method, path, code, latency
   app.use(health(parts.readiness)); // 3. probes, before any authentication
-  app.use(webhookRoutes(parts.webhooks, parts.log, parts.maxReviewBytesInFlight)); // 4. AdmissionReviews from the API server
+  app.use(
+    webhookRoutes(parts.webhooks, parts.log, {
+      maxBytesInFlight: parts.maxReviewBytesInFlight,
+      clientCa: parts.webhookClientCa ?? null,
+    }),
+  ); // 4. AdmissionReviews from the API server (from admission.clientCA only, when set)
+  if (parts.annexCa && parts.features?.some((f) => f.peer)) {
+    app.use(peerEndpoints(parts.features, parts.annexCa, parts.log)); // 4b. other replicas of annex, by annex's CA
+  }
   app.use(requestInfoMiddleware()); // 5. verb, group, resource, namespace, name: parsed once
   if (parts.auth) {
     app.use(parts.auth.authenticate); // 6. who: front-proxy cert + X-Remote-*, client cert, token
@@ -58,15 +75,18 @@ export function createApp(parts: AppParts): Koa {
 export function webhookRoutes(
   list: Webhook[],
   log: Logger,
-  maxBytesInFlight = Infinity,
+  opts: { maxBytesInFlight?: number; clientCa?: X509Certificate[] | null } = {},
 ): Koa.Middleware {
   const router = new Router();
-  const inFlight = inFlightBytes(maxBytesInFlight);
+  const inFlight = inFlightBytes(opts.maxBytesInFlight ?? Infinity);
+  const clientCa = opts.clientCa;
+  const gate = clientCa ? requireClientCert(() => clientCa, log, 'admission review') : undefined;
   for (const w of list) {
     const review = admissionReview(w, log, inFlight);
     router.all(webhookPath(w), async (ctx) => {
       if (ctx.method !== 'POST') throw methodNotAllowedPath();
-      await review(ctx);
+      if (gate) await gate(ctx, () => review(ctx));
+      else await review(ctx);
     });
   }
   return router.routes() as unknown as Koa.Middleware;

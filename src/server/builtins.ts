@@ -3,6 +3,7 @@
 import { defaultsFeature, namesFeature } from '../admission/index.js';
 import type { Config } from '../config/load.js';
 import { metricsFeature } from '../metrics/feature.js';
+import { policyFeature } from '../policy/feature.js';
 import type { Feature } from './feature.js';
 
 export function builtinFeatures(config: Config): Feature[] {
@@ -10,5 +11,6 @@ export function builtinFeatures(config: Config): Feature[] {
   if (config.admission.names.enabled) features.push(namesFeature());
   if (config.admission.defaults.enabled) features.push(defaultsFeature(config.admission.defaults));
   if (config.metrics.enabled) features.push(metricsFeature(config.metrics));
+  if (config.policy.enabled) features.push(policyFeature(config));
   return features;
 }

@@ -18,6 +18,12 @@ export interface Feature {
   name: string;
   webhooks?: Webhook[];
   groups?: GroupVersionDecl[];
+  /**
+   * JSON the other replicas of annex read (GET /peers/<feature>/<name>), e.g. to merge
+   * what each replica holds in memory. Outside the API server's authentication: the server
+   * admits only a client certificate issued by annex's own CA (the replicas' shared one).
+   */
+  peer?: Record<string, () => unknown>;
   /** Called once before the server listens; a throw stops annex with that message. */
   start?(ctx: FeatureContext): void | Promise<void>;
   stop?(): void | Promise<void>;

@@ -14,7 +14,9 @@ import { ConfigError, loadConfig, type Config, type ConfigOverrides } from '../c
 import { connectKube } from '../kube/connect.js';
 import { createLogger, type Logger } from '../log.js';
 import { declarationsOf } from '../manifests/render.js';
+import { parsePemBundle } from '../apiserver/auth/x509.js';
 import { createApp } from './app.js';
+import { loadClientCa } from './client-cert.js';
 import { builtinFeatures } from './builtins.js';
 import { validateFeatures, type Feature } from './feature.js';
 import { loadFeatureModules } from './load-features.js';
@@ -55,6 +57,9 @@ export async function startAnnex(
     throw new ConfigError(`cannot load TLS material: ${(e as Error).message}`);
   }
 
+  const webhookClientCa = config.admission.clientCA
+    ? loadClientCa(config.admission.clientCA)
+    : null;
   const kube = connectKube(config.kube);
   const injectCa = caInjector(config, kube, log);
   await injectCa(serving.ca);
@@ -92,12 +97,30 @@ export async function startAnnex(
   ];
   // Aborted when the drain starts: watches end cleanly rather than being reset.
   const stopWatches = new AbortController();
-  const tls = (): TlsMaterial => ({ ...serving, clientCAs: auth?.config.clientCAs() ?? [] });
+  // Offered in the TLS CertificateRequest, so clients pick a certificate these CAs issued.
+  const tls = (): TlsMaterial => ({
+    ...serving,
+    clientCAs: [
+      ...(auth?.config.clientCAs() ?? []),
+      ...(webhookClientCa ?? []).map((c) => c.toString()),
+      ...(serving.ca ? [serving.ca] : []),
+    ],
+  });
+  // Parsed once per CA text: serving material reloads swap the string.
+  let caCache: [string, ReturnType<typeof parsePemBundle>] = ['', []];
+  const annexCa = () => {
+    const pem = serving.ca ?? '';
+    if (caCache[0] !== pem) caCache = [pem, pem ? parsePemBundle(pem) : []];
+    return caCache[1];
+  };
   const app = createApp({
     log,
     readiness,
     webhooks,
     groups,
+    features,
+    annexCa,
+    webhookClientCa,
     auth,
     trustLoopback: isLoopback(config.server.host),
     stopWatches: stopWatches.signal,

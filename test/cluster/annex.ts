@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { request } from 'node:https';
 import { join } from 'node:path';
 import { loadConfig, type ConfigOverrides } from '../../src/config/load.js';
-import { createLogger } from '../../src/log.js';
+import { createLogger, type Logger } from '../../src/log.js';
 import type { Feature } from '../../src/server/feature.js';
 import { startAnnex, type Annex } from '../../src/server/start.js';
 import * as wire from '../../src/devcluster/wire.js';
@@ -29,6 +29,7 @@ export const repoManifest = wire.repoManifest;
 export async function startTestAnnex(
   overrides: ConfigOverrides = {},
   features: Feature[] = [],
+  opts: { log?: Logger } = {},
 ): Promise<TestAnnex> {
   const certsDir = mkdtempSync(join(tmpdir(), 'annex-certs-'));
   const config = loadConfig({
@@ -40,12 +41,13 @@ export async function startTestAnnex(
       log: { level: (process.env.ANNEX_TEST_LOG as 'info') ?? 'silent', ...overrides.log },
     },
   });
-  const annex = await startAnnex(config, createLogger(config.log.level), features);
-  const caBundle = readFileSync(join(certsDir, 'ca.crt')).toString('base64');
+  const annex = await startAnnex(config, opts.log ?? createLogger(config.log.level), features);
+  // tls.dir may be another annex's (replicas sharing one CA); only our own temp dir is removed.
+  const caBundle = readFileSync(join(config.tls.dir, 'ca.crt')).toString('base64');
   return {
     annex,
     port: annex.port,
-    certsDir,
+    certsDir: config.tls.dir,
     caBundle,
     stop: async () => {
       await annex.close();

@@ -1,0 +1,57 @@
+// What one policy decision leaves behind besides the answer: an AdmissionEvent in the
+// decision log and a Kubernetes Event. Both say which policy, rule, request and fields;
+// neither carries a value of the object.
+import type { AdmissionRequest } from '../admission/review.js';
+import type { EventInput, ObjectReference } from '../kube/events.js';
+import type { PolicyAction, PolicyDecision } from './types.js';
+
+const ACTIONS: Record<PolicyAction, { action: string; verb: string; type: EventInput['type'] }> = {
+  Deny: { action: 'Denied', verb: 'denied', type: 'Warning' },
+  Warn: { action: 'Warned', verb: 'warned about', type: 'Warning' },
+  Audit: { action: 'Audited', verb: 'audited', type: 'Normal' },
+};
+
+function objectRef(req: AdmissionRequest): ObjectReference {
+  const o = req.object ?? req.oldObject;
+  const name = req.name || o?.metadata?.name || '';
+  const uid = req.operation === 'CREATE' ? undefined : o?.metadata?.uid;
+  return {
+    apiVersion: req.kind.group ? `${req.kind.group}/${req.kind.version}` : req.kind.version,
+    kind: req.kind.kind,
+    ...(req.namespace ? { namespace: req.namespace } : {}),
+    name,
+    ...(typeof uid === 'string' && uid ? { uid } : {}),
+  };
+}
+
+/**
+ * The Event for a decision, and the namespace it lives in. It regards the object; a
+ * refused create has no object, so it regards the namespace (the would-be object is
+ * `related`), and lives there, so `kubectl events -n NS` shows it. An Event about a
+ * cluster-scoped object must live in `default` (API server validation).
+ */
+export function eventFor(
+  d: PolicyDecision,
+  req: AdmissionRequest,
+): { namespace: string; event: EventInput } {
+  const { action, verb, type } = ACTIONS[d.action];
+  const object = objectRef(req);
+  const refusedCreate = d.action === 'Deny' && req.operation === 'CREATE' && req.namespace;
+  const regarding: ObjectReference = refusedCreate
+    ? { apiVersion: 'v1', kind: 'Namespace', namespace: req.namespace!, name: req.namespace! }
+    : object;
+  const fields = [...new Set(d.causes.map((c) => c.field).filter(Boolean))];
+  const what = `${req.operation} of ${req.kind.kind} ${object.namespace ? `${object.namespace}/` : ''}${object.name || '(generated name)'}`;
+  const note = `AdmissionPolicy ${d.policy} rule ${d.rule} ${verb} ${what}${fields.length ? `; fields: ${fields.join(', ')}` : ''}`;
+  return {
+    namespace: req.namespace || 'default',
+    event: {
+      regarding,
+      ...(refusedCreate ? { related: object } : {}),
+      reason: 'PolicyViolation',
+      action,
+      note,
+      type,
+    },
+  };
+}

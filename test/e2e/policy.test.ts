@@ -1,0 +1,549 @@
+// AdmissionPolicies against the real kube-apiserver, with two annex replicas sharing one
+// CA on loopback: A answers the webhooks and (first) the aggregated API, B is its peer.
+// Both require the API server's webhook client certificate (admission.clientCA).
+import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { request } from 'node:https';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { parse, stringify } from 'yaml';
+import { checkFiles, loadPolicies } from '../../src/cli/check.js';
+import { loadConfig } from '../../src/config/load.js';
+import { createLogger } from '../../src/log.js';
+import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
+import {
+  applyObjects,
+  deleteObjects,
+  ensureAnnexService,
+  pointAtTestAnnex,
+  startTestAnnex,
+  type TestAnnex,
+} from '../cluster/annex.js';
+import { freePort } from '../cluster/control-plane.js';
+import {
+  apiRequest,
+  createNamespace,
+  describeCluster,
+  kubectl,
+  kubectlOk,
+  type ClusterInfo,
+} from '../cluster/harness.js';
+import { eventually } from '../cluster/kubelet.js';
+
+const repo = join(import.meta.dirname, '..', '..');
+const POLICIES = '/apis/policy.annex.dev/v1alpha1/admissionpolicies';
+
+describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
+  let ns = '';
+  let a: TestAnnex;
+  let b: TestAnnex;
+  let registered: any[] = [];
+  const logA = new PassThrough();
+  let logText = '';
+  logA.on('data', (d: Buffer) => (logText += d.toString()));
+  const policyDir = mkdtempSync(join(tmpdir(), 'annex-policies-'));
+
+  /** The demo policies, limited to the test namespace so no other test meets them. */
+  const demo = (file: string) => {
+    const p = parse(readFileSync(join(repo, 'policies', file), 'utf8'));
+    p.spec.match.namespaces = [ns];
+    return p;
+  };
+  const deployment = (
+    name: string,
+    o: { image?: string; labels?: object; hostNetwork?: boolean } = {},
+  ) => ({
+    apiVersion: 'apps/v1',
+    kind: 'Deployment',
+    metadata: { name, namespace: ns, ...(o.labels ? { labels: o.labels } : {}) },
+    spec: {
+      selector: { matchLabels: { app: 'x' } },
+      template: {
+        metadata: { labels: { app: 'x' } },
+        spec: {
+          ...(o.hostNetwork ? { hostNetwork: true } : {}),
+          containers: [{ name: 'c', image: o.image ?? 'nginx:1.27' }],
+        },
+      },
+    },
+  });
+  const dryRunCreate = (obj: any) =>
+    apiRequest('POST', `/apis/apps/v1/namespaces/${ns}/deployments?dryRun=All`, { body: obj });
+
+  beforeAll(async () => {
+    ns = await createNamespace('policy');
+    await kubectlOk(['apply', '-f', join(repo, 'manifests/crds/admissionpolicies.yaml')]);
+    await kubectlOk([
+      'wait',
+      '--for=condition=Established',
+      'crd/admissionpolicies.policy.annex.dev',
+    ]);
+    const [pa, pb] = [await freePort(), await freePort()];
+    const common = (instance: string, peer: number) => ({
+      admission: {
+        names: { enabled: false },
+        defaults: { enabled: false },
+        clientCA: c.webhookClientCaFile,
+      },
+      metrics: { enabled: false },
+      policy: {
+        enabled: true,
+        instance,
+        decisionLog: { peers: [`https://127.0.0.1:${peer}`] },
+      } as any,
+    });
+    a = await startTestAnnex({ ...common('annex-a', pb), server: { port: pa } } as any, [], {
+      log: createLogger('info', logA),
+    });
+    b = await startTestAnnex({
+      ...common('annex-b', pa),
+      server: { port: pb },
+      tls: { dir: a.certsDir },
+    } as any);
+
+    const feature = a.annex.features.find((f) => f.name === 'policy')!;
+    const objs = renderObjects(declarationsOf([feature]), serviceRefOf(loadConfig({}))) as any[];
+    for (const o of objs)
+      for (const w of o.webhooks ?? [])
+        if (w.name === 'policies.annex.dev')
+          w.namespaceSelector = { matchLabels: { 'kubernetes.io/metadata.name': ns } };
+    registered = pointAtTestAnnex(objs, a.port, a.caBundle);
+    await ensureAnnexService();
+    await applyObjects(registered);
+    await kubectlOk([
+      'wait',
+      '--for=condition=Available',
+      'apiservice/v1alpha1.audit.annex.dev',
+      '--timeout=60s',
+    ]);
+  }, 120_000);
+
+  afterAll(async () => {
+    await kubectl(['delete', 'admissionpolicies', '--all', '--wait=false']);
+    await deleteObjects(registered);
+    await kubectl(['delete', 'namespace', ns, '--wait=false']);
+    await b?.stop();
+    await a?.stop();
+    rmSync(policyDir, { recursive: true, force: true });
+  });
+
+  it('a policy applied is enforced on the next create, well under a second later', async () => {
+    const bad = deployment('web.front');
+    expect((await dryRunCreate(bad)).status).toBe(201);
+    // The API server's first call to a webhook sets up its connection: made here, once.
+    const w0 = performance.now();
+    const warm = await apiRequest('POST', `${POLICIES}?dryRun=All`, {
+      body: demo('workload-names.yaml'),
+    });
+    expect(warm.status).toBe(201);
+    console.error(
+      `annex: first call to the AdmissionPolicy webhook: ${(performance.now() - w0).toFixed(0)} ms`,
+    );
+    const t0 = performance.now();
+    const created = await apiRequest('POST', POLICIES, { body: demo('workload-names.yaml') });
+    expect(created.status).toBe(201);
+    console.error(`annex: policy POST answered in ${(performance.now() - t0).toFixed(0)} ms`);
+    let latency = 0;
+    for (;;) {
+      const r = await dryRunCreate(bad);
+      if (r.status === 422) {
+        latency = performance.now() - t0;
+        expect(r.json().message).toBe(
+          'admission webhook "policies.annex.dev" denied the request: Deployment.apps "web.front" is invalid: metadata.name: Invalid value: "web.front": must not contain dots',
+        );
+        break;
+      }
+      expect(performance.now() - t0).toBeLessThan(10_000);
+    }
+    console.error(`annex: AdmissionPolicy apply-to-enforcement latency: ${latency.toFixed(0)} ms`);
+    expect(latency).toBeLessThan(1000);
+
+    // The policy reports itself ready.
+    const r = await kubectl(['create', 'deployment', 'web.front', '-n', ns, '--image=nginx:1.27']);
+    expect(r.code).toBe(1);
+    // kubectl create deployment prints the Status message (the API server's own name
+    // warning first); `kubectl create -f` prints the causes (see the annex check test).
+    expect(r.stderr).toBe(
+      'Warning: metadata.name: this is used in Pod names and hostnames, which can result in surprising behavior; a DNS label is recommended: [must not contain dots]\n' +
+        'error: failed to create deployment: admission webhook "policies.annex.dev" denied the request: Deployment.apps "web.front" is invalid: metadata.name: Invalid value: "web.front": must not contain dots\n',
+    );
+    await eventually(async () => {
+      const t = await kubectlOk(['get', 'admissionpolicy', 'workload-names']);
+      return /^workload-names\s+\["Deny"\]\s+\S+\s+true\s/m.test(t) ? t : undefined;
+    }, 10_000);
+    // Only matching requests reach annex: the rules are the policy's kinds and CREATE.
+    const vwc = JSON.parse(
+      await kubectlOk([
+        'get',
+        'validatingwebhookconfiguration',
+        'annex-policies',
+        '-o',
+        'json',
+        '--show-managed-fields',
+      ]),
+    );
+    expect(vwc.webhooks[0].rules).toEqual([
+      {
+        apiGroups: [''],
+        apiVersions: ['v1'],
+        operations: ['CREATE'],
+        resources: ['pods'],
+        scope: '*',
+      },
+      {
+        apiGroups: ['apps'],
+        apiVersions: ['v1'],
+        operations: ['CREATE'],
+        resources: ['daemonsets', 'deployments', 'replicasets', 'statefulsets'],
+        scope: '*',
+      },
+      {
+        apiGroups: ['batch'],
+        apiVersions: ['v1'],
+        operations: ['CREATE'],
+        resources: ['cronjobs', 'jobs'],
+        scope: '*',
+      },
+    ]);
+    expect(
+      vwc.metadata.managedFields.some((m: any) => m.manager === 'annex' && m.operation === 'Apply'),
+    ).toBe(true);
+  });
+
+  it('identical refusals make one Event with a count, regarding the namespace', async () => {
+    for (let i = 0; i < 5; i++) {
+      const r = await kubectl([
+        'create',
+        'deployment',
+        'web.front',
+        '-n',
+        ns,
+        '--image=nginx:1.27',
+      ]);
+      expect(r.code).toBe(1);
+    }
+    const out = await eventually(async () => {
+      const t = await kubectlOk(['events', '-n', ns, '--for', `namespace/${ns}`]);
+      return /\(x[56] over/.test(t) ? t : undefined;
+    }, 10_000);
+    const lines = out.trim().split('\n').slice(1);
+    expect(lines).toHaveLength(1);
+    expect(lines[0]).toMatch(
+      new RegExp(
+        `Warning\\s+PolicyViolation\\s+Namespace/${ns}\\s+AdmissionPolicy workload-names rule dns-label denied CREATE of Deployment ${ns}/web.front; fields: metadata.name`,
+      ),
+    );
+    const ev = JSON.parse(
+      await kubectlOk([
+        'get',
+        'events.events.k8s.io',
+        '-n',
+        ns,
+        '-o',
+        'json',
+        '--field-selector',
+        'reason=PolicyViolation',
+      ]),
+    ).items.find((e: any) => e.regarding.kind === 'Namespace');
+    expect(ev).toMatchObject({
+      action: 'Denied',
+      type: 'Warning',
+      reportingController: 'annex.dev/policy',
+      reportingInstance: 'annex-a',
+      related: { kind: 'Deployment', name: 'web.front', namespace: ns },
+    });
+    expect(ev.series.count).toBeGreaterThanOrEqual(5);
+  });
+
+  it('a deleted policy no longer refuses', async () => {
+    await kubectlOk(['delete', 'admissionpolicy', 'workload-names']);
+    await eventually(
+      async () => ((await dryRunCreate(deployment('web.front'))).status === 201 ? true : undefined),
+      10_000,
+    );
+  });
+
+  it('Warn prints kubectl warnings; Audit is recorded in admissionevents and kubectl events', async () => {
+    await applyObjects([demo('app-name-label.yaml'), demo('host-network.yaml')]);
+    const r = await eventually(async () => {
+      const x = await kubectl(['create', '-f', '-'], {
+        input: JSON.stringify(deployment('net', { hostNetwork: true })),
+      });
+      return x.stderr.includes('Warning') ? x : undefined;
+    }, 10_000);
+    expect(r.code).toBe(0);
+    expect(r.stderr).toBe(
+      'Warning: app-name-label: metadata.labels[app.kubernetes.io/name]: Required value\n',
+    );
+    const table = await eventually(async () => {
+      const t = await kubectlOk([
+        'get',
+        'admissionevents',
+        '-n',
+        ns,
+        '--field-selector',
+        'policy=host-network',
+      ]);
+      return t.includes('net') ? t : undefined;
+    }, 10_000);
+    const [head, row] = table.trim().split('\n');
+    expect(head).toMatch(/^NAME\s+TIME\s+DECISION\s+POLICY\s+RULE\s+KIND\s+OBJECT\s+USER$/);
+    expect(row).toMatch(/Audit\s+host-network\s+no-host-network\s+Deployment\s+net\s+annex-admin$/);
+    const events = await eventually(async () => {
+      const t = await kubectlOk(['events', '-n', ns, '--for', 'deployment/net']);
+      return t.includes('host-network') ? t : undefined;
+    }, 10_000);
+    expect(events).toMatch(
+      /Normal\s+PolicyViolation\s+Deployment\/net\s+AdmissionPolicy host-network rule no-host-network audited CREATE of Deployment/,
+    );
+    const decisions = JSON.parse(
+      await kubectlOk([
+        'get',
+        'admissionevents',
+        '-n',
+        ns,
+        '--field-selector',
+        'decision=Warn',
+        '-o',
+        'json',
+      ]),
+    ).items;
+    expect(decisions.map((d: any) => d.object.name)).toContain('net');
+    // Never the object's contents.
+    expect(JSON.stringify(decisions)).not.toContain('nginx');
+  });
+
+  it('a policy that does not compile is refused at apply with the rule and the fault', async () => {
+    const bad = demo('pinned-images.yaml');
+    bad.metadata.name = 'broken';
+    bad.spec.validate[0].path = '$.spec..containers[';
+    const r = await kubectl(['apply', '-f', '-'], { input: stringify(bad) });
+    expect(r.code).toBe(1);
+    let message = '';
+    try {
+      (await import('../../src/policy/compile.js')).compilePolicy(bad);
+    } catch (e) {
+      message = (e as Error).message;
+    }
+    expect(message).toMatch(/^AdmissionPolicy "broken": rule "containers": /);
+    expect(r.stderr).toContain(
+      `admission webhook "admissionpolicies.annex.dev" denied the request: ${message}`,
+    );
+    expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it('only the API server may send AdmissionReviews (admission.clientCA): others get 401', async () => {
+    const review = {
+      apiVersion: 'admission.k8s.io/v1',
+      kind: 'AdmissionReview',
+      request: {
+        uid: 'forged',
+        kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+        resource: { group: 'apps', version: 'v1', resource: 'deployments' },
+        namespace: ns,
+        name: 'forged',
+        operation: 'CREATE',
+        object: deployment('forged'),
+      },
+    };
+    const post = (id?: [string, string]) =>
+      new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const req = request(
+          {
+            host: '127.0.0.1',
+            port: a.port,
+            path: '/validate/policies',
+            method: 'POST',
+            ca: readFileSync(join(a.certsDir, 'ca.crt')),
+            servername: 'localhost',
+            headers: { 'content-type': 'application/json' },
+            ...(id ? { cert: readFileSync(id[0]), key: readFileSync(id[1]) } : {}),
+          },
+          (res) => {
+            let body = '';
+            res.on('data', (d) => (body += d));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          },
+        );
+        req.on('error', reject);
+        req.end(JSON.stringify(review));
+      });
+    const none = await post();
+    expect(none.status).toBe(401);
+    expect(JSON.parse(none.body)).toMatchObject({
+      kind: 'Status',
+      reason: 'Unauthorized',
+      code: 401,
+    });
+    // A certificate from the cluster's client CA is not the webhook client CA.
+    expect((await post([join(c.dir, 'admin.crt'), join(c.dir, 'admin.key')])).status).toBe(401);
+    // The refused reviews never reached the decision log.
+    const names = async () =>
+      JSON.parse(await kubectlOk(['get', 'admissionevents', '-n', ns, '-o', 'json'])).items.map(
+        (d: any) => d.object.name,
+      );
+    expect(await names()).not.toContain('forged');
+    // The API server's own client certificate is let in (as every test above shows).
+    const ok = await post([join(c.dir, 'webhook-client.crt'), join(c.dir, 'webhook-client.key')]);
+    expect(ok.status).toBe(200);
+    expect(await names()).toContain('forged');
+  });
+
+  it("two replicas: either one lists both replicas' decisions through the API server", async () => {
+    // The webhooks now call B: one more Warn decision, made by B.
+    const patch = (kind: string, port: number) =>
+      kubectlOk([
+        'patch',
+        kind,
+        'annex-policies',
+        '--type=json',
+        '-p',
+        JSON.stringify([
+          { op: 'replace', path: '/webhooks/0/clientConfig/service/port', value: port },
+        ]),
+      ]);
+    await patch('validatingwebhookconfiguration', b.port);
+    await patch('mutatingwebhookconfiguration', b.port);
+    await eventually(async () => {
+      const x = await kubectl([
+        'create',
+        'deployment',
+        `on-b-${Date.now()}`,
+        '-n',
+        ns,
+        '--image=nginx:1.27',
+        '--dry-run=server',
+      ]);
+      const t = await kubectlOk(['get', 'admissionevents', '-n', ns, '-o', 'json']);
+      return x.code === 0 && JSON.parse(t).items.some((d: any) => d.replica === 'annex-b')
+        ? true
+        : undefined;
+    }, 15_000);
+    const replicasSeen = async () =>
+      new Set(
+        JSON.parse(await kubectlOk(['get', 'admissionevents', '-n', ns, '-o', 'json'])).items.map(
+          (d: any) => d.replica,
+        ),
+      );
+    expect(await replicasSeen()).toEqual(new Set(['annex-a', 'annex-b']));
+    // The aggregated API now answered by B: the same decisions.
+    const before = JSON.parse(
+      await kubectlOk(['get', 'admissionevents', '-n', ns, '-o', 'json']),
+    ).items.map((d: any) => d.metadata.name);
+    await kubectlOk([
+      'patch',
+      'apiservice',
+      'v1alpha1.audit.annex.dev',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ spec: { service: { port: b.port } } }),
+    ]);
+    await eventually(async () => {
+      const items = JSON.parse(
+        await kubectlOk(['get', 'admissionevents', '-n', ns, '-o', 'json']),
+      ).items;
+      const names = items.map((d: any) => d.metadata.name);
+      return before.every((n: string) => names.includes(n)) && names.length === before.length
+        ? true
+        : undefined;
+    }, 15_000);
+    expect(await replicasSeen()).toEqual(new Set(['annex-a', 'annex-b']));
+    // Paging works over the merged list.
+    const page = JSON.parse(
+      await kubectlOk([
+        'get',
+        '--raw',
+        `/apis/audit.annex.dev/v1alpha1/namespaces/${ns}/admissionevents?limit=1`,
+      ]),
+    );
+    expect(page.items).toHaveLength(1);
+    expect(page.metadata.continue).toBeTruthy();
+  });
+
+  it('annex check and the live cluster give the same verdicts and messages', async () => {
+    for (const f of readdirSync(join(repo, 'policies'))) {
+      writeFileSync(join(policyDir, f), stringify(demo(f)));
+    }
+    await applyObjects(
+      readdirSync(policyDir).map((f) => parse(readFileSync(join(policyDir, f), 'utf8'))),
+    );
+    const manifests = mkdtempSync(join(tmpdir(), 'annex-manifests-'));
+    const cases = {
+      'good.yaml': deployment('good', { labels: { 'app.kubernetes.io/name': 'good' } }),
+      'name.yaml': deployment('bad.name', { labels: { 'app.kubernetes.io/name': 'x' } }),
+      'latest.yaml': deployment('latest', { image: 'nginx:latest' }),
+      'both.yaml': deployment('two.faults', { image: 'nginx' }),
+      'audit.yaml': deployment('hostnet', {
+        hostNetwork: true,
+        labels: { 'app.kubernetes.io/name': 'h' },
+      }),
+    };
+    for (const [f, o] of Object.entries(cases)) writeFileSync(join(manifests, f), stringify(o));
+    const policies = loadPolicies([policyDir]);
+    const apiServerWarnings: string[] = [];
+    // Wait until every policy is enforced live.
+    await eventually(async () => {
+      const r = await kubectl(['create', '--dry-run=server', '-f', join(manifests, 'latest.yaml')]);
+      return r.code === 1 && r.stderr.includes('latest') ? true : undefined;
+    }, 10_000);
+    for (const f of Object.keys(cases)) {
+      const [offline] = checkFiles([join(manifests, f)], policies, { namespace: ns });
+      const live = await kubectl(['create', '--dry-run=server', '-f', join(manifests, f)]);
+      // The API server's own name warning (dots in a workload name) is not one `annex check`
+      // prints yet: known gap, compared apart below. Every policy warning must match.
+      const apiServerWarning = /^Warning: metadata\.name: this is used in Pod names and hostnames/;
+      const all = live.stderr.split('\n').filter((l) => l.startsWith('Warning: '));
+      const warnings = all.filter((l) => !apiServerWarning.test(l));
+      if (all.length !== warnings.length) apiServerWarnings.push(f);
+      const rest = live.stderr
+        .split('\n')
+        .filter((l) => l && !l.startsWith('Warning: '))
+        .join('\n');
+      expect({
+        f,
+        allowed: live.code === 0,
+        warnings,
+        message: live.code === 0 ? live.stdout.trim() : rest,
+      }).toEqual({
+        f,
+        allowed: offline!.allowed,
+        warnings: offline!.warnings.map((w) => `Warning: ${w}`),
+        message: offline!.message,
+      });
+    }
+    expect(apiServerWarnings).toEqual(['name.yaml', 'both.yaml']);
+    rmSync(manifests, { recursive: true, force: true });
+  });
+
+  it('the policy watch survives a forced 410 and a kube-apiserver restart', async () => {
+    const listed = () =>
+      logText.split('\n').filter((l) => l.includes('listed AdmissionPolicies')).length;
+    await kubectl(['delete', 'admissionpolicies', '--all']);
+    await eventually(
+      async () =>
+        (await dryRunCreate(deployment('after.restart'))).status === 201 ? true : undefined,
+      10_000,
+    );
+    const before = listed();
+    // Writes elsewhere move etcd's revision past the last one annex's watch saw: after the
+    // restart its resourceVersion is older than the new watch cache, so the API server
+    // answers 410 Gone and annex must list again.
+    for (let i = 0; i < 3; i++) await kubectlOk(['create', 'configmap', `bump-${i}`, '-n', ns]);
+    writeFileSync(c.apiServerRestartFile, '');
+    process.kill(Number(readFileSync(c.apiServerPidFile, 'utf8')), 'SIGKILL');
+    await eventually(
+      async () => ((await apiRequest('GET', '/readyz')).status === 200 ? true : undefined),
+      60_000,
+    );
+    await eventually(async () => (listed() > before ? true : undefined), 40_000);
+    expect(logText).toMatch(/AdmissionPolicy watch failed|listed AdmissionPolicies/);
+    // The watch is live again: a policy applied now is enforced.
+    await apiRequest('POST', POLICIES, { body: demo('workload-names.yaml') });
+    await eventually(
+      async () =>
+        (await dryRunCreate(deployment('after.restart'))).status === 422 ? true : undefined,
+      10_000,
+    );
+  });
+});
