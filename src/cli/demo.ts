@@ -16,6 +16,7 @@ import {
   type Kubectl,
 } from '../devcluster/wire.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
+import { policyCrd } from '../policy/crd.js';
 import { createLogger } from '../log.js';
 import { startAnnex } from '../server/start.js';
 import { UserError } from './errors.js';
@@ -28,7 +29,8 @@ export function register(program: Command): void {
     )
     .option('--log-level <level>', 'annex log level', 'warn')
     .option('--load <module...>', "modules of the user's own features, registered too")
-    .action(async (o: { logLevel: string; load?: string[] }) => {
+    .option('--policies', 'serve AdmissionPolicies too (the CRD is applied first)')
+    .action(async (o: { logLevel: string; load?: string[]; policies?: boolean }) => {
       const bins = ensureBinaries();
       if ('missing' in bins) throw new UserError(`annex demo: ${bins.missing}`);
       const cp = new ControlPlane(bins.binDir, pinnedVersions().kubernetes);
@@ -47,8 +49,11 @@ export function register(program: Command): void {
           metrics: { registerMetricsK8sIo: true, scrapeIntervalSeconds: 5 },
           log: { level: o.logLevel as 'warn' },
           features: o.load ?? [],
+          ...(o.policies ? { policy: { enabled: true } } : {}),
         },
       });
+      // The policy feature lists AdmissionPolicies as it starts: their CRD comes first.
+      if (o.policies) await applyObjects(kubectl, [policyCrd()]);
       const annex = await startAnnex(config, createLogger(config.log.level));
       const stop = async () => {
         await annex.close();
