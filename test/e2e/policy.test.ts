@@ -1,6 +1,7 @@
 // AdmissionPolicies against the real kube-apiserver, with two annex replicas sharing one
 // CA on loopback: A answers the webhooks and (first) the aggregated API, B is its peer.
 // Both require the API server's webhook client certificate (admission.clientCA).
+import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -312,6 +313,43 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
     expect(decisions.map((d: any) => d.object.name)).toContain('net');
     // Never the object's contents.
     expect(JSON.stringify(decisions)).not.toContain('nginx');
+  });
+
+  it('kubectl get admissionevents -w streams decisions as they happen', async () => {
+    const watch = spawn(
+      c.kubectl,
+      [
+        '--kubeconfig',
+        c.adminKubeconfig,
+        'get',
+        'admissionevents',
+        '-n',
+        ns,
+        '-w',
+        '--output-watch-events',
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let seen = '';
+    watch.stdout.on('data', (d) => (seen += d));
+    try {
+      // The initial list first (the earlier audit), then a new decision while watching.
+      await eventually(async () => (seen.includes('ADDED') ? true : undefined), 10_000);
+      await kubectlOk(['create', '-f', '-'], {
+        input: JSON.stringify(deployment('net2', { hostNetwork: true })),
+      });
+      await eventually(
+        async () =>
+          /ADDED\s+\S+\s+\S+\s+Audit\s+host-network\s+no-host-network\s+Deployment\s+net2/.test(
+            seen,
+          )
+            ? true
+            : undefined,
+        10_000,
+      );
+    } finally {
+      watch.kill();
+    }
   });
 
   it('a policy that does not compile is refused at apply with the rule and the fault', async () => {
