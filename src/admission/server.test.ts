@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../log.js';
-import { webhookRoutes } from '../server/app.js';
+import { reviewRoutes } from '../server/app.js';
 import { statusErrors } from '../server/errors.js';
 import type { Logger } from '../log.js';
 import { MAX_REVIEW_BYTES } from './server.js';
@@ -62,7 +62,7 @@ const slow = validatingWebhook({
 function webhookApp(hooks: Webhook[], logger: Logger = log, maxBytesInFlight = Infinity): Koa {
   const app = new Koa();
   app.use(statusErrors(logger));
-  app.use(webhookRoutes(hooks, logger, maxBytesInFlight));
+  app.use(reviewRoutes({ webhooks: hooks }, logger, maxBytesInFlight));
   return app;
 }
 

@@ -3,23 +3,28 @@
 // specific to a feature: webhooks and groups come from the features' declarations.
 import Router from '@koa/router';
 import Koa from 'koa';
-import { admissionReview, inFlightBytes } from '../admission/server.js';
+import { admissionReview } from '../admission/server.js';
 import { webhookPath, type Webhook } from '../admission/webhook.js';
 import type { DelegatedAuth } from '../apiserver/auth/index.js';
 import { aggregatedApi, requestInfoMiddleware } from '../apiserver/handler.js';
 import { forbiddenPath, methodNotAllowedPath } from '../apiserver/status.js';
 import type { GroupVersionDecl } from '../apiserver/types.js';
+import { conversionPath, type Conversion } from '../conversion/declare.js';
+import { conversionReview } from '../conversion/server.js';
 import type { Logger } from '../log.js';
 import { accessLog } from './access-log.js';
 import { statusErrors } from './errors.js';
 import { health, type Readiness } from './health.js';
 import { prometheusEndpoint } from './prometheus.js';
+import { inFlightBytes } from './review-io.js';
 import { unreadBody } from './unread-body.js';
 
 export interface AppParts {
   log: Logger;
   readiness: Readiness;
   webhooks: Webhook[];
+  /** CRD conversions (ConversionReviews), served beside the webhooks. */
+  conversions?: Conversion[];
   groups: GroupVersionDecl[];
   /**
    * Delegated authentication and authorization; null only without an API server, when
@@ -29,7 +34,7 @@ export interface AppParts {
   trustLoopback: boolean;
   /** Aborted when the drain starts: open watches then end cleanly instead of being reset. */
   stopWatches: AbortSignal;
-  /** AdmissionReview bytes held at once, across every webhook; beyond it a 429. */
+  /** Review bytes held at once, across every webhook and conversion; beyond it a 429. */
   maxReviewBytesInFlight: number;
 }
 
@@ -41,7 +46,7 @@ export function createApp(parts: AppParts): Koa {
   app.use(statusErrors(parts.log)); // 1. every failure below → a Status JSON
   app.use(accessLog(parts.log)); // 2. one line per request: method, path, code, latency
   app.use(health(parts.readiness)); // 3. probes, before any authentication
-  app.use(webhookRoutes(parts.webhooks, parts.log, parts.maxReviewBytesInFlight)); // 4. AdmissionReviews from the API server
+  app.use(reviewRoutes(parts, parts.log, parts.maxReviewBytesInFlight)); // 4. Admission- and ConversionReviews from the API server
   app.use(requestInfoMiddleware()); // 5. verb, group, resource, namespace, name: parsed once
   if (parts.auth) {
     app.use(parts.auth.authenticate); // 6. who: front-proxy cert + X-Remote-*, client cert, token
@@ -54,21 +59,25 @@ export function createApp(parts: AppParts): Koa {
   return app;
 }
 
-/** POST /validate/<name> and /mutate/<name>, one route per declared webhook. */
-export function webhookRoutes(
-  list: Webhook[],
+/**
+ * POST /validate/<name>, /mutate/<name> (one route per declared webhook) and
+ * /convert/<name> (one per declared conversion), sharing one bound on review bytes.
+ */
+export function reviewRoutes(
+  declared: { webhooks: Webhook[]; conversions?: Conversion[] },
   log: Logger,
   maxBytesInFlight = Infinity,
 ): Koa.Middleware {
   const router = new Router();
   const inFlight = inFlightBytes(maxBytesInFlight);
-  for (const w of list) {
-    const review = admissionReview(w, log, inFlight);
-    router.all(webhookPath(w), async (ctx) => {
+  const post = (path: string, review: (ctx: Koa.Context) => Promise<void>) =>
+    router.all(path, async (ctx) => {
       if (ctx.method !== 'POST') throw methodNotAllowedPath();
       await review(ctx);
     });
-  }
+  for (const w of declared.webhooks) post(webhookPath(w), admissionReview(w, log, inFlight));
+  for (const c of declared.conversions ?? [])
+    post(conversionPath(c), conversionReview(c, log, inFlight));
   return router.routes() as unknown as Koa.Middleware;
 }
 

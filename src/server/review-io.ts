@@ -95,9 +95,9 @@ function declaredLength(ctx: Koa.Context, max: number): number {
 }
 
 /** `?timeout=10s` (the remaining deadline, rounded up) → our budget in ms. */
-export function budgetMs(q: unknown): number {
+export function budgetMs(q: unknown, defaultMs = DEFAULT_TIMEOUT_MS): number {
   const m = typeof q === 'string' ? /^(\d+)s$/.exec(q) : null;
-  const ms = m ? Number(m[1]) * 1000 : DEFAULT_TIMEOUT_MS;
+  const ms = m ? Number(m[1]) * 1000 : defaultMs;
   return Math.max(ms - DEADLINE_MARGIN_MS, 50);
 }
 

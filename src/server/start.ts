@@ -64,7 +64,7 @@ export async function startAnnex(
     ...(await loadFeatureModules(config.features)),
   ];
   validateFeatures(features);
-  const { webhooks, groups } = declarationsOf(features);
+  const { webhooks, conversions, groups } = declarationsOf(features);
   const auth = await startAuth(config, kube, groups.length > 0, log);
   const started: Feature[] = [];
   const stopFeatures = async () => {
@@ -96,6 +96,7 @@ export async function startAnnex(
     log,
     readiness,
     webhooks,
+    conversions,
     groups,
     auth,
     trustLoopback: isLoopback(config.server.host),
