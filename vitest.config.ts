@@ -1,8 +1,13 @@
 // Two projects: `unit` (pure logic, beside the code) and `cluster` (end-to-end against a
 // real kube-apiserver + etcd started once per run by test/cluster/global-setup.ts).
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
+// The examples import the public API as a user does (`from 'annex'`): in tests, the source.
+const annex = fileURLToPath(new URL('./src/index.ts', import.meta.url));
+
 export default defineConfig({
+  resolve: { alias: { annex } },
   test: {
     // The JSON report lets .ci/run print one closing "N passed, N failed" line.
     reporters: ['default', ['json', { outputFile: '.annex/test-results.json' }]],

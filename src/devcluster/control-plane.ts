@@ -12,6 +12,8 @@ import { writeKubeconfig } from './kubeconfig.js';
 export interface ClusterInfo {
   /** https://127.0.0.1:<port> */
   server: string;
+  /** etcd's client URL, http://127.0.0.1:<port>: for tests that read what is stored. */
+  etcd: string;
   version: string;
   dir: string;
   binDir: string;
@@ -118,6 +120,7 @@ export class ControlPlane {
     );
     this.info = {
       server,
+      etcd: `http://127.0.0.1:${etcdPort}`,
       version: this.version,
       dir: this.dir,
       binDir: this.binDir,
