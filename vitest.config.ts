@@ -7,12 +7,12 @@ import { defineConfig } from 'vitest/config';
 const annex = fileURLToPath(new URL('./src/index.ts', import.meta.url));
 
 export default defineConfig({
-  resolve: { alias: { annex } },
   test: {
     // The JSON report lets .ci/run print one closing "N passed, N failed" line.
     reporters: ['default', ['json', { outputFile: '.annex/test-results.json' }]],
     projects: [
       {
+        resolve: { alias: { annex } },
         test: {
           name: 'unit',
           include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts'],
@@ -20,6 +20,7 @@ export default defineConfig({
         },
       },
       {
+        resolve: { alias: { annex } },
         test: {
           name: 'cluster',
           include: ['test/e2e/**/*.test.ts'],
