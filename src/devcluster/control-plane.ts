@@ -49,6 +49,8 @@ export class ControlPlane {
   constructor(
     private readonly binDir: string,
     private readonly version: string,
+    /** More kube-apiserver flags (a bench's --watch-cache=false). */
+    private readonly apiServerArgs: string[] = [],
   ) {
     process.once('exit', this.onExit);
   }
@@ -95,6 +97,7 @@ export class ControlPlane {
       `--proxy-client-cert-file=${p('front-proxy-client.crt')}`,
       `--proxy-client-key-file=${p('front-proxy-client.key')}`,
       '--profiling=false',
+      ...this.apiServerArgs,
     ]);
 
     const adminKubeconfig = p('admin.kubeconfig');
