@@ -10,6 +10,7 @@ import type { Logger } from '../log.js';
 import { MAX_REVIEW_BYTES } from './server.js';
 import { allow, denyInvalid } from './verdict.js';
 import { mutatingWebhook, validatingWebhook, type Webhook } from './webhook.js';
+import { postJson } from '../../test/unit/post-json.js';
 
 const log = createLogger('silent');
 /** A log destination that keeps every line written. */
@@ -90,14 +91,8 @@ const review = (apiVersion: string, object: object, extra: object = {}) => ({
   },
 });
 
-async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(base + path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  return { status: res.status, json: (await res.json()) as any };
-}
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+  postJson(base + path, body, headers);
 
 describe('admission webhook server: the review log line', () => {
   it('names uid, kind, namespace, name, operation, decision and latency, never the object', async () => {
