@@ -6,9 +6,14 @@
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import crontab, { TIME_ANNOTATION } from '../../examples/crontab/feature.js';
+import crontab, { crontabs, TIME_ANNOTATION } from '../../examples/crontab/feature.js';
 import { loadConfig } from '../../src/config/load.js';
-import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
+import {
+  customResourceDefinition,
+  declarationsOf,
+  renderObjects,
+  serviceRefOf,
+} from '../../src/manifests/render.js';
 import {
   applyObjects,
   ensureAnnexService,
@@ -278,6 +283,36 @@ describeCluster('CRD conversion and storage-version migration (the seed’s Cron
     expect(v1.kept).toMatchObject({ host: 'db', port: '5432', time: '02:00' });
     expect(v1.beta).toMatchObject({ host: 'cache', port: '6379' });
     expect(v1.lost).toMatchObject({ host: 'db', port: '5432' });
+  });
+
+  it('for a CRD annex does not own, only spec.conversion is rendered, and server-side apply merges it in', async () => {
+    const fragment = customResourceDefinition(
+      { ...crontabs, crd: undefined },
+      { ...serviceRefOf(loadConfig({})), port: annex!.port },
+    ) as any;
+    expect(Object.keys(fragment.spec)).toEqual(['conversion']);
+    const merged = JSON.parse(
+      await kubectlOk(
+        [
+          'apply',
+          '--server-side',
+          '--field-manager=annex',
+          '--dry-run=server',
+          '-o',
+          'json',
+          '-f',
+          '-',
+        ],
+        { input: JSON.stringify(fragment) },
+      ),
+    );
+    // The owner's fields stay; annex's caBundle (injected) stays.
+    expect(merged.spec.versions.map((v: any) => v.name)).toEqual(['v1']);
+    expect(merged.spec.names.shortNames).toEqual(['ct']);
+    expect(merged.spec.conversion.webhook.clientConfig).toMatchObject({
+      service: { path: '/convert/crontabs.example.com', port: annex!.port },
+      caBundle: annex!.caBundle,
+    });
   });
 
   it('`annex migrate` mistakes are one line and exit 1', async () => {
