@@ -1,6 +1,10 @@
 // Two projects: `unit` (pure logic, beside the code) and `cluster` (end-to-end against a
 // real kube-apiserver + etcd started once per run by test/cluster/global-setup.ts).
+import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+
+// The examples import the public API as a user does (`from 'annex'`): in tests, the source.
+const annex = fileURLToPath(new URL('./src/index.ts', import.meta.url));
 
 export default defineConfig({
   test: {
@@ -8,6 +12,7 @@ export default defineConfig({
     reporters: ['default', ['json', { outputFile: '.annex/test-results.json' }]],
     projects: [
       {
+        resolve: { alias: { annex } },
         test: {
           name: 'unit',
           include: ['src/**/*.test.ts', 'test/unit/**/*.test.ts'],
@@ -15,6 +20,7 @@ export default defineConfig({
         },
       },
       {
+        resolve: { alias: { annex } },
         test: {
           name: 'cluster',
           include: ['test/e2e/**/*.test.ts'],

@@ -37,6 +37,16 @@ export {
   type NameRule,
 } from './admission/names/index.js';
 
+// CRD conversion webhooks: every version to and from a hub.
+export {
+  crdConversion,
+  type Conversion,
+  type ConversionInit,
+  type Convertible,
+  type CrdSpec,
+  type CrdVersion,
+} from './conversion/declare.js';
+
 // Aggregated API groups: resources as data + a provider.
 export type {
   GroupVersionDecl,
@@ -86,7 +96,10 @@ export { fileToken, type FileToken } from './kube/token.js';
 // Registration objects rendered from declarations.
 export {
   apiServices,
+  crdConversionSpec,
+  customResourceDefinition,
   renderObjects,
   webhookConfiguration,
+  type ClientTarget,
   type ServiceRef,
 } from './manifests/render.js';

@@ -4,7 +4,7 @@
 import { badRequest, type Status } from '../apiserver/status.js';
 import type { KubeObject } from '../apiserver/types.js';
 import { logField } from '../log.js';
-import { isObject } from '../json.js';
+import { isObject, nestsDeeperThan } from '../json.js';
 
 export const REVIEW_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 export type ReviewVersion = (typeof REVIEW_VERSIONS)[number];
@@ -141,24 +141,10 @@ export function reviewResponse(
  */
 export const MAX_OBJECT_DEPTH = 1000;
 
-/**
- * `object` or `oldObject` if it nests deeper than `max` levels of maps and lists, else
- * undefined. Iterative, so that measuring depth cannot overflow the stack itself.
- */
+/** `object` or `oldObject` if it nests deeper than `max` levels of maps and lists, else undefined. */
 export function tooDeep(
   request: AdmissionRequest,
   max = MAX_OBJECT_DEPTH,
 ): 'object' | 'oldObject' | undefined {
-  for (const f of ['object', 'oldObject'] as const) {
-    const stack: [unknown, number][] = [[request[f], 1]];
-    for (let top = stack.pop(); top; top = stack.pop()) {
-      const [node, depth] = top;
-      if (typeof node !== 'object' || node === null) continue;
-      if (depth > max) return f;
-      for (const child of Array.isArray(node) ? node : Object.values(node)) {
-        if (typeof child === 'object' && child !== null) stack.push([child, depth + 1]);
-      }
-    }
-  }
-  return undefined;
+  return (['object', 'oldObject'] as const).find((f) => nestsDeeperThan(request[f], max));
 }

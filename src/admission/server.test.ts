@@ -4,12 +4,13 @@ import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../log.js';
-import { webhookRoutes } from '../server/app.js';
+import { reviewRoutes } from '../server/app.js';
 import { statusErrors } from '../server/errors.js';
 import type { Logger } from '../log.js';
 import { MAX_REVIEW_BYTES } from './server.js';
 import { allow, denyInvalid } from './verdict.js';
 import { mutatingWebhook, validatingWebhook, type Webhook } from './webhook.js';
+import { postJson } from '../../test/unit/post-json.js';
 
 const log = createLogger('silent');
 /** A log destination that keeps every line written. */
@@ -62,7 +63,7 @@ const slow = validatingWebhook({
 function webhookApp(hooks: Webhook[], logger: Logger = log, maxBytesInFlight = Infinity): Koa {
   const app = new Koa();
   app.use(statusErrors(logger));
-  app.use(webhookRoutes(hooks, logger, { maxBytesInFlight }));
+  app.use(reviewRoutes({ webhooks: hooks }, logger, { maxBytesInFlight }));
   return app;
 }
 
@@ -90,14 +91,8 @@ const review = (apiVersion: string, object: object, extra: object = {}) => ({
   },
 });
 
-async function post(path: string, body: unknown, headers: Record<string, string> = {}) {
-  const res = await fetch(base + path, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', ...headers },
-    body: typeof body === 'string' ? body : JSON.stringify(body),
-  });
-  return { status: res.status, json: (await res.json()) as any };
-}
+const post = (path: string, body: unknown, headers: Record<string, string> = {}) =>
+  postJson(base + path, body, headers);
 
 describe('admission webhook server: the review log line', () => {
   it('names uid, kind, namespace, name, operation, decision and latency, never the object', async () => {

@@ -1,13 +1,21 @@
 // One AdmissionReview in, one out, for a declared webhook. Read top to bottom: content
-// type → hold its bytes in flight (or 429) → bounded body → parse → match the declaration
+// type → hold its bytes in flight (or 429) → bounded body (these three shared with the
+// conversion server: src/server/review-io.ts) → parse → match the declaration
 // → depth → decide within the API server's deadline → patch → answer in the request's
 // apiVersion → one log line of bounded identifiers. A handler that throws, overruns or
 // cannot evaluate the object gets its registration's failurePolicy: never an HTTP 500.
 import type Koa from 'koa';
 import { Histogram, register } from 'prom-client';
-import getRawBody from 'raw-body';
-import { badRequest, StatusError, unsupportedMediaType } from '../apiserver/status.js';
+import { StatusError } from '../apiserver/status.js';
 import { errorFields, logField, type Logger } from '../log.js';
+import {
+  budgetMs,
+  inFlightBytes,
+  OverrunError,
+  receiveReview,
+  within,
+  type InFlight,
+} from '../server/review-io.js';
 import { jsonPatch } from './patch.js';
 import {
   MAX_OBJECT_DEPTH,
@@ -21,12 +29,10 @@ import { allow, type Verdict } from './verdict.js';
 import { matchingRegistration, type Registration, type Webhook } from './webhook.js';
 import { isObject } from '../json.js';
 
+export { inFlightBytes, type InFlight } from '../server/review-io.js';
+
 /** An AdmissionReview carries object and oldObject, each up to the API server's 3 MiB. */
 export const MAX_REVIEW_BYTES = 7 * 1024 * 1024;
-/** The webhook default when ?timeout= is absent (admissionregistration v1 default). */
-const DEFAULT_TIMEOUT_MS = 10_000;
-/** Answer this much before the API server gives up, to leave room for the network. */
-const DEADLINE_MARGIN_MS = 250;
 
 /** One histogram for every review, by webhook and decision (allow, patch, deny). */
 const reviewSeconds =
@@ -38,9 +44,6 @@ const reviewSeconds =
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
   });
 
-/** Review bytes held at once, across every webhook (admission.maxInFlightBytes). */
-export type InFlight = ReturnType<typeof inFlightBytes>;
-
 /** One webhook's endpoint: the router (src/server/app.ts) has matched its path and POST. */
 export function admissionReview(
   webhook: Webhook,
@@ -48,15 +51,9 @@ export function admissionReview(
   inFlight: InFlight = inFlightBytes(Infinity),
 ): (ctx: Koa.Context) => Promise<void> {
   return async (ctx) => {
-    // By header, not ctx.is(): type-is sees no body in an HTTP/2 request without content-length.
-    if (!/^application\/json\s*(;|$)/i.test(ctx.get('content-type')))
-      throw unsupportedMediaType(ctx.get('content-type') || '(none)');
-
     const start = process.hrtime.bigint();
-    const held = inFlight.hold(ctx, declaredLength(ctx));
-    const { bytes, body } = await readJson(ctx);
-    held.resize(bytes);
-    const { apiVersion, request } = parseReview(body);
+    const received = await receiveReview(ctx, inFlight, MAX_REVIEW_BYTES);
+    const { apiVersion, request } = parseReview(received.body);
     const who = {
       webhook: webhook.name,
       uid: logField(request.uid),
@@ -78,18 +75,14 @@ export function admissionReview(
         );
       }
       const verdict = registration
-        ? await decideWithin(webhook, request, timeoutMs(ctx.query.timeout))
+        ? await decideWithin(webhook, request, budgetMs(ctx.query.timeout))
         : allow();
       response = toResponse(webhook, request, verdict);
     } catch (err) {
       log.error({ ...who, ...errorFields(err) }, 'admission webhook failed');
       response = toResponse(webhook, request, failed(registration, webhook, err));
     }
-    // Serialised once, here, so the answer's bytes count as in flight until it is sent.
-    const answer = Buffer.from(JSON.stringify(reviewResponse(apiVersion, response)));
-    held.resize(bytes + answer.length);
-    ctx.type = 'application/json';
-    ctx.body = answer;
+    received.answer(reviewResponse(apiVersion, response));
 
     const ms = Number(process.hrtime.bigint() - start) / 1e6;
     const decision = !response.allowed ? 'deny' : response.patch ? 'patch' : 'allow';
@@ -108,69 +101,11 @@ export function admissionReview(
   };
 }
 
-async function readJson(ctx: Koa.Context): Promise<{ bytes: number; body: unknown }> {
-  const buf = await getRawBody(ctx.req, { limit: MAX_REVIEW_BYTES });
-  try {
-    return { bytes: buf.length, body: JSON.parse(buf.toString('utf8')) };
-  } catch (e) {
-    throw badRequest(`the request body is not valid JSON: ${(e as Error).message}`);
-  }
-}
-
-/** Content-Length if the request declares one within the limit; else the limit (chunked). */
-function declaredLength(ctx: Koa.Context): number {
-  const n = Number(ctx.get('content-length') || NaN);
-  return Number.isSafeInteger(n) && n >= 0 ? Math.min(n, MAX_REVIEW_BYTES) : MAX_REVIEW_BYTES;
-}
-
-/**
- * The bytes of reviews in flight: a review holds its size from before its body is read
- * until its answer is sent (or the connection closes). Beyond the bound a review is
- * refused with 429 rather than let memory grow; one review alone is always admitted.
- */
-export function inFlightBytes(max: number) {
-  let total = 0;
-  return {
-    hold(ctx: Koa.Context, bytes: number) {
-      if (total > 0 && total + bytes > max) {
-        ctx.set('Retry-After', '1');
-        throw new StatusError(
-          429,
-          'TooManyRequests',
-          `too many AdmissionReview bytes in flight (limit ${max}); retry later`,
-          { retryAfterSeconds: 1 },
-        );
-      }
-      let held = bytes;
-      let released = false;
-      total += held;
-      ctx.res.once('close', () => {
-        released = true;
-        total -= held;
-      });
-      return {
-        resize(n: number) {
-          if (released) return;
-          total += n - held;
-          held = n;
-        },
-      };
-    },
-  };
-}
-
 /** request.name, or the object's metadata.name where that is a string. */
 function nameOf(request: AdmissionRequest): string {
   if (request.name) return request.name;
   const meta: unknown = request.object?.metadata;
   return isObject(meta) && typeof meta.name === 'string' ? meta.name : '';
-}
-
-/** `?timeout=10s` (the remaining deadline, rounded up) → our budget in ms. */
-function timeoutMs(q: unknown): number {
-  const m = typeof q === 'string' ? /^(\d+)s$/.exec(q) : null;
-  const ms = m ? Number(m[1]) * 1000 : DEFAULT_TIMEOUT_MS;
-  return Math.max(ms - DEADLINE_MARGIN_MS, 50);
 }
 
 /** Why a webhook could not decide, with the Status code it answers under failurePolicy Fail. */
@@ -191,24 +126,17 @@ class WebhookFailure extends Error {
 async function decideWithin(
   webhook: Webhook,
   request: AdmissionRequest,
-  budgetMs: number,
+  budget: number,
 ): Promise<Verdict> {
-  const ac = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      ac.abort();
-      reject(new WebhookFailure(504, 'Timeout', `could not decide within ${budgetMs} ms`));
-    }, budgetMs);
-  });
+  const mine =
+    webhook.type === 'mutating' && request.object
+      ? { ...request, object: structuredClone(request.object) }
+      : request;
   try {
-    const mine =
-      webhook.type === 'mutating' && request.object
-        ? { ...request, object: structuredClone(request.object) }
-        : request;
-    return await Promise.race([Promise.resolve().then(() => webhook.admit(mine, ac.signal)), late]);
-  } finally {
-    clearTimeout(timer);
+    return await within(budget, (signal) => webhook.admit(mine, signal));
+  } catch (e) {
+    if (e instanceof OverrunError) throw new WebhookFailure(504, 'Timeout', e.message);
+    throw e;
   }
 }
 

@@ -28,6 +28,7 @@ export interface KubeObject {
     name: string;
     namespace?: string;
     labels?: Record<string, string>;
+    annotations?: Record<string, string>;
     creationTimestamp?: string;
     resourceVersion?: string;
     [k: string]: unknown;

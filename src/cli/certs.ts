@@ -1,12 +1,12 @@
 // `annex certs generate | inspect | inject`: create the serving certificates, look at them,
-// and put the CA into a live cluster's APIServices and webhook configurations.
+// and put the CA into a live cluster's APIServices, webhook configurations and CRDs.
 import { X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { ConfigError } from '../config/load.js';
 import { ensureCertificates, type EnsureResult } from '../certs/ensure.js';
 import { formatInspectReport, inspectCertificates } from '../certs/inspect.js';
-import { injectWithClient, type InjectOutcome } from '../certs/inject.js';
+import { InjectError, injectWithClient, type InjectOutcome } from '../certs/inject.js';
 import { KubeClient } from '../kube/client.js';
 import { isKubeError } from '../kube/errors.js';
 import { defaultCredentials } from '../kube/kubeconfig.js';
@@ -44,6 +44,7 @@ export interface InjectFlags {
   apiservice?: string[];
   mutating?: string[];
   validating?: string[];
+  crd?: string[];
 }
 
 export function register(program: Command): void {
@@ -90,7 +91,7 @@ export function register(program: Command): void {
   certs
     .command('inject')
     .description(
-      'write the caBundle into APIServices and webhook configurations, as field manager annex',
+      'write the caBundle into APIServices, webhook configurations and CRD conversion webhooks, as field manager annex',
     )
     .option('--kubeconfig <file>', 'kubeconfig of the target cluster (default: as kubectl)')
     .option('--context <name>', 'kubeconfig context to use (default: its current-context)')
@@ -104,6 +105,7 @@ export function register(program: Command): void {
     .option('--apiservice <name...>', 'APIService names')
     .option('--mutating <name...>', 'MutatingWebhookConfiguration names')
     .option('--validating <name...>', 'ValidatingWebhookConfiguration names')
+    .option('--crd <name...>', 'CustomResourceDefinition names (conversion webhook)')
     .action(async (o: InjectFlags) => {
       await certsInject(o, processIo);
     });
@@ -159,8 +161,8 @@ export function certsInspect(dir: string, io: Io): void {
 }
 
 export async function certsInject(o: InjectFlags, io: Io): Promise<InjectOutcome[]> {
-  if (!o.apiservice?.length && !o.mutating?.length && !o.validating?.length) {
-    throw new UserError('nothing to inject: pass --apiservice, --mutating or --validating');
+  if (!o.apiservice?.length && !o.mutating?.length && !o.validating?.length && !o.crd?.length) {
+    throw new UserError('nothing to inject: pass --apiservice, --mutating, --validating or --crd');
   }
   let pem: string;
   try {
@@ -184,12 +186,13 @@ export async function certsInject(o: InjectFlags, io: Io): Promise<InjectOutcome
         apiServices: o.apiservice ?? [],
         mutatingWebhooks: o.mutating ?? [],
         validatingWebhooks: o.validating ?? [],
+        crds: o.crd ?? [],
       });
     } finally {
       kube.close();
     }
   } catch (e) {
-    if (isKubeError(e)) throw new UserError(e.message);
+    if (isKubeError(e) || e instanceof InjectError) throw new UserError(e.message);
     throw e;
   }
   for (const r of results) {

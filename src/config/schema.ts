@@ -53,7 +53,13 @@ export interface Config {
      * Objects whose caBundle annex keeps equal to its CA, at start and on every
      * certificate change (in a cluster; needs patch RBAC on exactly these names).
      */
-    inject: { apiServices: string[]; validatingWebhooks: string[]; mutatingWebhooks: string[] };
+    inject: {
+      apiServices: string[];
+      validatingWebhooks: string[];
+      mutatingWebhooks: string[];
+      /** CRDs whose conversion webhook annex serves (needs get/patch on each, by name). */
+      crds: string[];
+    };
   };
   kube: {
     /** Path to a kubeconfig; empty means $KUBECONFIG, else in-cluster, else no cluster at all. */
@@ -187,12 +193,13 @@ export const configSchema: JSONSchemaType<Config> = {
         inject: {
           type: 'object',
           additionalProperties: false,
-          required: ['apiServices', 'validatingWebhooks', 'mutatingWebhooks'],
+          required: ['apiServices', 'validatingWebhooks', 'mutatingWebhooks', 'crds'],
           default: filledIn<Config['tls']['inject']>(),
           properties: {
             apiServices: { type: 'array', items: { type: 'string' }, default: [] },
             validatingWebhooks: { type: 'array', items: { type: 'string' }, default: [] },
             mutatingWebhooks: { type: 'array', items: { type: 'string' }, default: [] },
+            crds: { type: 'array', items: { type: 'string' }, default: [] },
           },
         },
       },

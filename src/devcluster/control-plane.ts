@@ -13,6 +13,8 @@ import { writeKubeconfig } from './kubeconfig.js';
 export interface ClusterInfo {
   /** https://127.0.0.1:<port> */
   server: string;
+  /** etcd's client URL, http://127.0.0.1:<port>: for tests that read what is stored. */
+  etcd: string;
   version: string;
   dir: string;
   binDir: string;
@@ -60,6 +62,8 @@ export class ControlPlane {
   constructor(
     private readonly binDir: string,
     private readonly version: string,
+    /** More kube-apiserver flags (a bench's --watch-cache=false). */
+    private readonly apiServerArgs: string[] = [],
   ) {
     process.once('exit', this.onExit);
   }
@@ -108,6 +112,7 @@ export class ControlPlane {
       `--proxy-client-key-file=${p('front-proxy-client.key')}`,
       `--admission-control-config-file=${admissionConfig}`,
       '--profiling=false',
+      ...this.apiServerArgs,
     ]);
 
     const adminKubeconfig = p('admin.kubeconfig');
@@ -133,6 +138,7 @@ export class ControlPlane {
     );
     this.info = {
       server,
+      etcd: `http://127.0.0.1:${etcdPort}`,
       version: this.version,
       dir: this.dir,
       binDir: this.binDir,

@@ -21,13 +21,17 @@ export function repoManifest(path: string): any[] {
   return parseAllDocuments(readFileSync(join(repo, path), 'utf8')).map((d) => d.toJSON());
 }
 
-/** Points every service reference at `port` and sets caBundle (APIService and webhooks). */
+/** Points every service reference at `port` and sets caBundle (APIService, webhooks, CRD conversion). */
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export function pointAtLocalAnnex(objs: any[], port: number, caBundle: string): any[] {
   for (const o of objs) {
     if (o.kind === 'APIService') {
       o.spec.service.port = port;
       o.spec.caBundle = caBundle;
+    } else if (o.kind === 'CustomResourceDefinition') {
+      const client = o.spec.conversion?.webhook?.clientConfig;
+      if (client?.service) client.service.port = port;
+      if (client) client.caBundle = caBundle;
     } else {
       for (const w of o.webhooks ?? []) {
         w.clientConfig.service.port = port;

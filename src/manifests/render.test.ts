@@ -1,13 +1,16 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { parse } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { validatingWebhook } from '../admission/webhook.js';
 import { ALL_BUILTINS } from '../cli/manifests.js';
 import { loadConfig } from '../config/load.js';
 import { builtinFeatures } from '../server/builtins.js';
+import { crdConversion } from '../conversion/declare.js';
 import {
   apiServices,
+  crdConversionSpec,
+  customResourceDefinition,
   declarationsOf,
   renderFiles,
   serviceRefOf,
@@ -86,6 +89,94 @@ describe('rendering', () => {
     // annex's own namespace is never sent to annex, whatever it is called.
     expect(w.namespaceSelector.matchExpressions[0].values).toEqual(['kube-system', 'tools']);
     expect(w.reinvocationPolicy).toBeUndefined();
+  });
+
+  const same = { toHub: (o: any) => o, fromHub: (o: any) => o };
+  const schema = { openAPIV3Schema: { type: 'object' } };
+  const owned = crdConversion({
+    group: 'example.com',
+    kind: 'CronTab',
+    plural: 'crontabs',
+    hub: 'v1',
+    versions: { v1beta1: same },
+    crd: {
+      shortNames: ['ct'],
+      versions: [
+        { name: 'v1beta1', storage: true, schema },
+        { name: 'v1', served: false, storage: false, schema },
+      ],
+    },
+  });
+  const conversion = {
+    strategy: 'Webhook',
+    webhook: {
+      clientConfig: { service: { ...service, path: '/convert/crontabs.example.com' } },
+      conversionReviewVersions: ['v1'],
+    },
+  };
+
+  it('renders the whole CRD with its conversion when the declaration owns it', () => {
+    expect(customResourceDefinition(owned, service)).toEqual({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'crontabs.example.com' },
+      spec: {
+        group: 'example.com',
+        names: {
+          plural: 'crontabs',
+          singular: 'crontab',
+          kind: 'CronTab',
+          listKind: 'CronTabList',
+          shortNames: ['ct'],
+        },
+        scope: 'Namespaced',
+        versions: [
+          { name: 'v1beta1', served: true, storage: true, schema },
+          { name: 'v1', served: false, storage: false, schema },
+        ],
+        conversion,
+      },
+    });
+  });
+
+  it('renders only spec.conversion (for server-side apply) when someone else owns the CRD', () => {
+    const notOwned = { ...owned, crd: undefined };
+    expect(customResourceDefinition(notOwned, service)).toEqual({
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'crontabs.example.com' },
+      spec: { conversion },
+    });
+    expect(crdConversionSpec(owned, { url: 'https://127.0.0.1:8443/' })).toEqual({
+      strategy: 'Webhook',
+      webhook: {
+        clientConfig: { url: 'https://127.0.0.1:8443/convert/crontabs.example.com' },
+        conversionReviewVersions: ['v1'],
+      },
+    });
+  });
+
+  it('grants get/patch on exactly the declared CRDs, for tls.inject.crds', () => {
+    const files = renderFiles({ webhooks: [], groups: [], conversions: [owned] }, service);
+    const objs = parseAllDocuments(files.get('conversions/conversions.yaml')!).map((d) =>
+      d.toJSON(),
+    );
+    expect(objs.map((o) => `${o.kind}/${o.metadata.name}`)).toEqual([
+      'CustomResourceDefinition/crontabs.example.com',
+      'ClusterRole/annex:crd-ca-injector',
+      'ClusterRoleBinding/annex:crd-ca-injector',
+    ]);
+    expect(objs[1].rules).toEqual([
+      {
+        apiGroups: ['apiextensions.k8s.io'],
+        resources: ['customresourcedefinitions'],
+        resourceNames: ['crontabs.example.com'],
+        verbs: ['get', 'patch'],
+      },
+    ]);
+    expect(objs[2].subjects).toEqual([
+      { kind: 'ServiceAccount', name: 'hooks', namespace: 'tools' },
+    ]);
   });
 
   it('gives the first version the highest priority unless told otherwise', () => {

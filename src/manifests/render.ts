@@ -1,12 +1,13 @@
 // The registration objects the API server needs, rendered from the declarations: one
-// Validating/MutatingWebhookConfiguration per webhook and one APIService per served
-// group/version. The committed YAML under webhooks/ and apiservice/ is this rendering
+// Validating/MutatingWebhookConfiguration per webhook, one APIService per served
+// group/version, and per CRD conversion the CRD (or the part of it annex owns). The committed YAML under webhooks/ and apiservice/ is this rendering
 // (`annex manifests --write`); a test fails when they drift.
 import { stringify } from 'yaml';
 import type { GroupVersionDecl } from '../apiserver/types.js';
 import type { Config } from '../config/load.js';
 import type { Feature } from '../server/feature.js';
 import { webhookPath, type Webhook } from '../admission/webhook.js';
+import { conversionPath, type Conversion } from '../conversion/declare.js';
 
 /** Where the API server dials annex: a Service (in a cluster) on annex's port. */
 export interface ServiceRef {
@@ -68,8 +69,110 @@ export function apiServices(g: GroupVersionDecl, service: ServiceRef): Record<st
   }));
 }
 
+/** Where the API server dials a conversion: annex's Service, or a URL (annex outside the cluster). */
+export type ClientTarget = ServiceRef | { url: string };
+
+/** The CRD's spec.conversion: a webhook at /convert/<name>, ConversionReview v1 only. */
+export function crdConversionSpec(c: Conversion, target: ClientTarget): Record<string, unknown> {
+  const path = conversionPath(c);
+  return {
+    strategy: 'Webhook',
+    webhook: {
+      clientConfig:
+        'url' in target
+          ? { url: `${target.url.replace(/\/+$/, '')}${path}` }
+          : { service: { ...target, path } },
+      conversionReviewVersions: ['v1'],
+    },
+  };
+}
+
+/**
+ * The CustomResourceDefinition of a conversion. A declaration that owns its CRD (`crd`)
+ * gets all of it: one source for schemas and conversion. Otherwise only what annex owns,
+ * `metadata.name` and `spec.conversion`: a fragment for server-side apply (`kubectl apply
+ * --server-side --field-manager=annex`), which merges it into the CRD its owner applies,
+ * each manager keeping its own fields, where a full CRD from annex would fight theirs.
+ */
+export function customResourceDefinition(
+  c: Conversion,
+  target: ClientTarget,
+): Record<string, unknown> {
+  const conversion = crdConversionSpec(c, target);
+  const head = {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: { name: c.crdName },
+  };
+  if (!c.crd) return { ...head, spec: { conversion } };
+  const { scope, versions, singular, shortNames, categories } = c.crd;
+  return {
+    ...head,
+    spec: {
+      group: c.group,
+      names: {
+        plural: c.plural,
+        singular: singular ?? c.kind.toLowerCase(),
+        kind: c.kind,
+        listKind: `${c.kind}List`,
+        ...(shortNames?.length ? { shortNames } : {}),
+        ...(categories?.length ? { categories } : {}),
+      },
+      scope: scope ?? 'Namespaced',
+      versions: versions.map((v) => ({ ...v, served: v.served ?? true })),
+      conversion,
+    },
+  };
+}
+
+/**
+ * What annex needs to keep these CRDs' caBundle equal to its CA (tls.inject.crds) from
+ * inside the cluster: get and patch on exactly these CRDs, by name.
+ */
+export function crdInjectorRbac(
+  crdNames: string[],
+  service: ServiceRef,
+): Record<string, unknown>[] {
+  const name = 'annex:crd-ca-injector';
+  const labels = LABELS('conversion');
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name, labels },
+      rules: [
+        {
+          apiGroups: ['apiextensions.k8s.io'],
+          resources: ['customresourcedefinitions'],
+          resourceNames: crdNames,
+          verbs: ['get', 'patch'],
+        },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name, labels },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ kind: 'ServiceAccount', name: service.name, namespace: service.namespace }],
+    },
+  ];
+}
+
+const conversionObjects = (cs: Conversion[], service: ServiceRef) =>
+  cs.length
+    ? [
+        ...cs.map((c) => customResourceDefinition(c, service)),
+        ...crdInjectorRbac(
+          cs.map((c) => c.crdName),
+          service,
+        ),
+      ]
+    : [];
+
 export interface Declarations {
   webhooks: Webhook[];
+  conversions: Conversion[];
   groups: GroupVersionDecl[];
 }
 
@@ -82,6 +185,13 @@ export function renderFiles(d: Declarations, service: ServiceRef): Map<string, s
     files.set(
       `webhooks/${w.type}-${w.name}.yaml`,
       yamlFile([webhookConfiguration(w, service)], w.description),
+    );
+  }
+  if (d.conversions.length) {
+    const description = d.conversions.map((c) => c.description?.trim() ?? '').filter(Boolean);
+    files.set(
+      'conversions/conversions.yaml',
+      yamlFile(conversionObjects(d.conversions, service), description.join('\n') || undefined),
     );
   }
   for (const g of d.groups) {
@@ -109,12 +219,14 @@ function yamlFile(objs: Record<string, unknown>[], description?: string): string
 export function renderObjects(d: Declarations, service: ServiceRef): Record<string, unknown>[] {
   return [
     ...d.webhooks.map((w) => webhookConfiguration(w, service)),
+    ...conversionObjects(d.conversions, service),
     ...d.groups.flatMap((g) => apiServices(g, service)),
   ];
 }
 
 export const declarationsOf = (features: readonly Feature[]): Declarations => ({
   webhooks: features.flatMap((f) => f.webhooks ?? []),
+  conversions: features.flatMap((f) => f.conversions ?? []),
   groups: features.flatMap((f) => f.groups ?? []),
 });
 

@@ -4,12 +4,14 @@
 import type { X509Certificate } from 'node:crypto';
 import Router from '@koa/router';
 import Koa from 'koa';
-import { admissionReview, inFlightBytes } from '../admission/server.js';
+import { admissionReview } from '../admission/server.js';
 import { webhookPath, type Webhook } from '../admission/webhook.js';
 import type { DelegatedAuth } from '../apiserver/auth/index.js';
 import { aggregatedApi, requestInfoMiddleware } from '../apiserver/handler.js';
 import { forbiddenPath, methodNotAllowedPath } from '../apiserver/status.js';
 import type { GroupVersionDecl } from '../apiserver/types.js';
+import { conversionPath, type Conversion } from '../conversion/declare.js';
+import { conversionReview } from '../conversion/server.js';
 import type { Logger } from '../log.js';
 import type { Feature } from './feature.js';
 import { accessLog } from './access-log.js';
@@ -17,12 +19,15 @@ import { peerEndpoints, requireClientCert } from './client-cert.js';
 import { statusErrors } from './errors.js';
 import { health, type Readiness } from './health.js';
 import { prometheusEndpoint } from './prometheus.js';
+import { inFlightBytes } from './review-io.js';
 import { unreadBody } from './unread-body.js';
 
 export interface AppParts {
   log: Logger;
   readiness: Readiness;
   webhooks: Webhook[];
+  /** CRD conversions (ConversionReviews), served beside the webhooks. */
+  conversions?: Conversion[];
   groups: GroupVersionDecl[];
   /** Features whose `peer` endpoints are served to annex's own replicas. */
   features?: readonly Feature[];
@@ -38,7 +43,7 @@ export interface AppParts {
   trustLoopback: boolean;
   /** Aborted when the drain starts: open watches then end cleanly instead of being reset. */
   stopWatches: AbortSignal;
-  /** AdmissionReview bytes held at once, across every webhook; beyond it a 429. */
+  /** Review bytes held at once, across every webhook and conversion; beyond it a 429. */
   maxReviewBytesInFlight: number;
 }
 
@@ -51,11 +56,11 @@ export function createApp(parts: AppParts): Koa {
   app.use(accessLog(parts.log)); // 2. one line per request: method, path, code, latency
   app.use(health(parts.readiness)); // 3. probes, before any authentication
   app.use(
-    webhookRoutes(parts.webhooks, parts.log, {
+    reviewRoutes(parts, parts.log, {
       maxBytesInFlight: parts.maxReviewBytesInFlight,
       clientCa: parts.webhookClientCa ?? null,
     }),
-  ); // 4. AdmissionReviews from the API server (from admission.clientCA only, when set)
+  ); // 4. Admission- and ConversionReviews from the API server (admission.clientCA, when set)
   if (parts.annexCa && parts.features?.some((f) => f.peer)) {
     app.use(peerEndpoints(parts.features, parts.annexCa, parts.log)); // 4b. other replicas of annex, by annex's CA
   }
@@ -71,9 +76,12 @@ export function createApp(parts: AppParts): Koa {
   return app;
 }
 
-/** POST /validate/<name> and /mutate/<name>, one route per declared webhook. */
-export function webhookRoutes(
-  list: Webhook[],
+/**
+ * POST /validate/<name>, /mutate/<name> (one route per declared webhook) and
+ * /convert/<name> (one per declared conversion), sharing one bound on review bytes.
+ */
+export function reviewRoutes(
+  declared: { webhooks: Webhook[]; conversions?: Conversion[] },
   log: Logger,
   opts: { maxBytesInFlight?: number; clientCa?: X509Certificate[] | null } = {},
 ): Koa.Middleware {
@@ -81,14 +89,15 @@ export function webhookRoutes(
   const inFlight = inFlightBytes(opts.maxBytesInFlight ?? Infinity);
   const clientCa = opts.clientCa;
   const gate = clientCa ? requireClientCert(() => clientCa, log, 'admission review') : undefined;
-  for (const w of list) {
-    const review = admissionReview(w, log, inFlight);
-    router.all(webhookPath(w), async (ctx) => {
+  const post = (path: string, review: (ctx: Koa.Context) => Promise<void>) =>
+    router.all(path, async (ctx) => {
       if (ctx.method !== 'POST') throw methodNotAllowedPath();
       if (gate) await gate(ctx, () => review(ctx));
       else await review(ctx);
     });
-  }
+  for (const w of declared.webhooks) post(webhookPath(w), admissionReview(w, log, inFlight));
+  for (const c of declared.conversions ?? [])
+    post(conversionPath(c), conversionReview(c, log, inFlight));
   return router.routes() as unknown as Koa.Middleware;
 }
 

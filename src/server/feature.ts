@@ -1,8 +1,10 @@
 // The one contract every capability of annex is built on, the built-in ones included.
-// A feature declares what it serves (admission webhooks, aggregated API groups), how it
+// A feature declares what it serves (admission webhooks, CRD conversions, aggregated API
+// groups), how it
 // starts and stops, and when it is ready; the server mounts, registers and probes it.
 import type { Webhook } from '../admission/webhook.js';
 import type { GroupVersionDecl } from '../apiserver/types.js';
+import type { Conversion } from '../conversion/declare.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../log.js';
 
@@ -17,6 +19,8 @@ export interface Feature {
   /** Short, unique: used in logs and in /readyz's check names. */
   name: string;
   webhooks?: Webhook[];
+  /** CRD conversion webhooks (ConversionReview), served at /convert/<name>. */
+  conversions?: Conversion[];
   groups?: GroupVersionDecl[];
   /**
    * JSON the other replicas of annex read (GET /peers/<feature>/<name>), e.g. to merge
@@ -34,7 +38,7 @@ export interface Feature {
 /** Identity, for type inference in user modules: `export default defineFeature({...})`. */
 export const defineFeature = <F extends Feature>(feature: F): F => feature;
 
-/** Checks what the server relies on: unique names and unique webhook paths. */
+/** Checks what the server relies on: unique names, webhook and conversion paths, groups and CRDs. */
 export function validateFeatures(features: readonly Feature[]): void {
   const names = new Set<string>();
   const paths = new Map<string, string>();
@@ -51,6 +55,16 @@ export function validateFeatures(features: readonly Feature[]): void {
       if (other)
         throw new TypeError(`features "${other}" and "${f.name}" both serve webhook ${path}`);
       paths.set(path, f.name);
+    }
+    for (const c of f.conversions ?? []) {
+      for (const [key, what] of [
+        [`convert/${c.name}`, `conversion path /convert/${c.name}`],
+        [`crd/${c.crdName}`, `the conversion of CRD ${c.crdName}`],
+      ] as const) {
+        const other = paths.get(key);
+        if (other) throw new TypeError(`features "${other}" and "${f.name}" both serve ${what}`);
+        paths.set(key, f.name);
+      }
     }
     for (const g of f.groups ?? []) {
       const other = groups.get(g.group);

@@ -69,7 +69,7 @@ export async function startAnnex(
     ...(await loadFeatureModules(config.features)),
   ];
   validateFeatures(features);
-  const { webhooks, groups } = declarationsOf(features);
+  const { webhooks, conversions, groups } = declarationsOf(features);
   const auth = await startAuth(config, kube, groups.length > 0, log);
   const started: Feature[] = [];
   /** Stops what started, last first; then the clients the features used. */
@@ -117,6 +117,7 @@ export async function startAnnex(
     log,
     readiness,
     webhooks,
+    conversions,
     groups,
     features,
     annexCa,

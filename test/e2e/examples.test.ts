@@ -22,6 +22,9 @@ import { eventually } from '../cluster/kubelet.js';
 const run = promisify(execFile);
 const repo = join(import.meta.dirname, '..', '..');
 const EXAMPLES = ['configmap-sizes', 'pinned-images', 'no-privilege-escalation'];
+// Type-checked too; served against the API server by test/e2e/conversion.test.ts (its CRD
+// is cluster-wide, and that test owns it).
+const TYPECHECKED = [...EXAMPLES, 'crontab'];
 const devDeps = JSON.parse(readFileSync(join(repo, 'package.json'), 'utf8')).devDependencies;
 
 describeCluster('examples, from a packed tarball', (c) => {
@@ -53,7 +56,7 @@ describeCluster('examples, from a packed tarball', (c) => {
       cwd: dir,
       timeout: 300_000,
     });
-    for (const e of EXAMPLES) {
+    for (const e of TYPECHECKED) {
       cpSync(join(repo, 'examples', e), join(dir, e), {
         recursive: true,
         filter: (src) => !src.includes('node_modules') && !src.endsWith('package.json'),
@@ -73,12 +76,15 @@ describeCluster('examples, from a packed tarball', (c) => {
     rmSync(dir, { recursive: true, force: true });
   });
 
-  it.each(EXAMPLES)('%s type-checks with tsc --strict against the published types', async (e) => {
-    const tsc = join(dir, 'node_modules', 'typescript', 'bin', 'tsc');
-    const r = await run(process.execPath, [tsc, '-p', join(dir, e)]).catch((err) => err);
-    expect(r.stdout + (r.stderr ?? '')).toBe('');
-    expect(readFileSync(join(dir, e, 'dist', 'feature.js'), 'utf8')).toContain("from 'annex'");
-  });
+  it.each(TYPECHECKED)(
+    '%s type-checks with tsc --strict against the published types',
+    async (e) => {
+      const tsc = join(dir, 'node_modules', 'typescript', 'bin', 'tsc');
+      const r = await run(process.execPath, [tsc, '-p', join(dir, e)]).catch((err) => err);
+      expect(r.stdout + (r.stderr ?? '')).toBe('');
+      expect(readFileSync(join(dir, e, 'dist', 'feature.js'), 'utf8')).toContain("from 'annex'");
+    },
+  );
 
   it('the installed annex serves them, and renders their registrations', async () => {
     const port = await freePort();

@@ -44,6 +44,7 @@ describeCluster('tls.inject: annex injects its own caBundle', () => {
           apiServices: ['v1beta1.metrics.annex.dev'],
           validatingWebhooks: ['annex-names'],
           mutatingWebhooks: [],
+          crds: [],
         },
       },
     });

@@ -1,0 +1,88 @@
+// One ConversionReview in, one out, for a declared conversion. Read top to bottom:
+// content type → hold its bytes in flight (or 429) → bounded body (src/server/review-io.ts,
+// shared with the admission server) → parse the envelope (400 if it is not a review) →
+// convert within the API server's deadline → answer with the uid → one log line of
+// bounded identifiers. A converter that throws, overruns, or returns metadata it may not
+// change is a `Failed` result with a message: never an HTTP 500, never a value in a log.
+import type Koa from 'koa';
+import { Histogram, register } from 'prom-client';
+import { errorFields, logField, type Logger } from '../log.js';
+import {
+  budgetMs,
+  inFlightBytes,
+  OverrunError,
+  receiveReview,
+  within,
+  type InFlight,
+} from '../server/review-io.js';
+import type { Conversion } from './declare.js';
+import {
+  ConversionFailure,
+  conversionReviewResponse,
+  convertAll,
+  parseConversionReview,
+  type ConversionResponse,
+} from './review.js';
+
+/**
+ * A review carries every object of a list page the API server converts at once (a
+ * `kubectl get` page is 500; an unpaged list is all of them), each up to 3 MiB.
+ */
+export const MAX_CONVERSION_REVIEW_BYTES = 32 * 1024 * 1024;
+/** The API server waits 30 s for a conversion webhook (the CRD has no timeoutSeconds). */
+const CONVERSION_TIMEOUT_MS = 30_000;
+
+const reviewSeconds =
+  (register.getSingleMetric('annex_conversion_review_duration_seconds') as Histogram | undefined) ??
+  new Histogram({
+    name: 'annex_conversion_review_duration_seconds',
+    help: 'Time to answer a ConversionReview, by conversion and result.',
+    labelNames: ['conversion', 'result'],
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
+  });
+
+/** One conversion's endpoint: the router (src/server/app.ts) has matched its path and POST. */
+export function conversionReview(
+  conversion: Conversion,
+  log: Logger,
+  inFlight: InFlight = inFlightBytes(Infinity),
+): (ctx: Koa.Context) => Promise<void> {
+  return async (ctx) => {
+    const start = process.hrtime.bigint();
+    const received = await receiveReview(ctx, inFlight, MAX_CONVERSION_REVIEW_BYTES);
+    const request = parseConversionReview(received.body);
+    const who = {
+      conversion: conversion.name,
+      uid: logField(request.uid),
+      desired: logField(request.desiredAPIVersion, 128),
+      objects: request.objects.length,
+    };
+    let response: ConversionResponse;
+    try {
+      const budget = budgetMs(ctx.query.timeout, CONVERSION_TIMEOUT_MS);
+      const convertedObjects = await within(budget, () => convertAll(conversion, request));
+      response = { uid: request.uid, convertedObjects, result: { status: 'Success' } };
+    } catch (err) {
+      // annex's own messages hold identifiers only; anyone else's, the class only.
+      const ours = err instanceof ConversionFailure || err instanceof OverrunError;
+      const message = ours ? err.message : `failed: ${errorFields(err).error}`;
+      // A converter's own error: its class and stack frames say where it failed.
+      const cause = err instanceof ConversionFailure && err.cause !== undefined ? err.cause : err;
+      log.error(
+        { ...who, ...errorFields(cause), ...(ours ? { why: message } : {}) },
+        'conversion failed',
+      );
+      response = {
+        uid: request.uid,
+        convertedObjects: [],
+        result: { status: 'Failed', message: `annex conversion "${conversion.name}": ${message}` },
+      };
+    }
+    received.answer(conversionReviewResponse(response));
+
+    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    const result = response.result.status === 'Success' ? 'success' : 'failed';
+    reviewSeconds.observe({ conversion: conversion.name, result }, ms / 1000);
+    log.info({ ...who, result, ms: Math.round(ms * 100) / 100 }, 'conversion review');
+  };
+}

@@ -1,0 +1,132 @@
+// What every review the API server POSTs to annex shares (AdmissionReview, ConversionReview):
+// JSON only → hold its bytes in flight (or 429) → a bounded body → parse → decide within
+// the API server's deadline → one serialised answer that counts as in flight until sent.
+// The review-specific parts (envelope, decision, answer) live with each kind of review.
+import type Koa from 'koa';
+import getRawBody from 'raw-body';
+import { badRequest, StatusError, unsupportedMediaType } from '../apiserver/status.js';
+
+/** The webhook default when ?timeout= is absent (admissionregistration v1 default). */
+const DEFAULT_TIMEOUT_MS = 10_000;
+/** Answer this much before the API server gives up, to leave room for the network. */
+const DEADLINE_MARGIN_MS = 250;
+
+/** Review bytes held at once, across every webhook and converter (admission.maxInFlightBytes). */
+export type InFlight = ReturnType<typeof inFlightBytes>;
+
+/**
+ * The bytes of reviews in flight: a review holds its size from before its body is read
+ * until its answer is sent (or the connection closes). Beyond the bound a review is
+ * refused with 429 rather than let memory grow; one review alone is always admitted.
+ */
+export function inFlightBytes(max: number) {
+  let total = 0;
+  return {
+    hold(ctx: Koa.Context, bytes: number) {
+      if (total > 0 && total + bytes > max) {
+        ctx.set('Retry-After', '1');
+        throw new StatusError(
+          429,
+          'TooManyRequests',
+          `too many review bytes in flight (limit ${max}); retry later`,
+          { retryAfterSeconds: 1 },
+        );
+      }
+      let held = bytes;
+      let released = false;
+      total += held;
+      ctx.res.once('close', () => {
+        released = true;
+        total -= held;
+      });
+      return {
+        resize(n: number) {
+          if (released) return;
+          total += n - held;
+          held = n;
+        },
+      };
+    },
+  };
+}
+
+export interface ReceivedReview {
+  body: unknown;
+  /** Sends the answer (serialised here, so its bytes count as in flight until it is sent). */
+  answer(value: unknown): void;
+}
+
+/**
+ * Content type, in-flight hold, bounded read and JSON parse: every failure a Status
+ * (415, 429, 413, 400), thrown before the review-specific code runs.
+ */
+export async function receiveReview(
+  ctx: Koa.Context,
+  inFlight: InFlight,
+  maxBytes: number,
+): Promise<ReceivedReview> {
+  // By header, not ctx.is(): type-is sees no body in an HTTP/2 request without content-length.
+  if (!/^application\/json\s*(;|$)/i.test(ctx.get('content-type')))
+    throw unsupportedMediaType(ctx.get('content-type') || '(none)');
+  const held = inFlight.hold(ctx, declaredLength(ctx, maxBytes));
+  const buf = await getRawBody(ctx.req, { limit: maxBytes });
+  held.resize(buf.length);
+  let body: unknown;
+  try {
+    body = JSON.parse(buf.toString('utf8'));
+  } catch (e) {
+    throw badRequest(`the request body is not valid JSON: ${(e as Error).message}`);
+  }
+  return {
+    body,
+    answer(value) {
+      const bytes = Buffer.from(JSON.stringify(value));
+      held.resize(buf.length + bytes.length);
+      ctx.type = 'application/json';
+      ctx.body = bytes;
+    },
+  };
+}
+
+/** Content-Length if the request declares one within the limit; else the limit (chunked). */
+function declaredLength(ctx: Koa.Context, max: number): number {
+  const n = Number(ctx.get('content-length') || NaN);
+  return Number.isSafeInteger(n) && n >= 0 ? Math.min(n, max) : max;
+}
+
+/** `?timeout=10s` (the remaining deadline, rounded up) → our budget in ms. */
+export function budgetMs(q: unknown, defaultMs = DEFAULT_TIMEOUT_MS): number {
+  const m = typeof q === 'string' ? /^(\d+)s$/.exec(q) : null;
+  const ms = m ? Number(m[1]) * 1000 : defaultMs;
+  return Math.max(ms - DEADLINE_MARGIN_MS, 50);
+}
+
+/** A handler that did not finish within the API server's deadline. */
+export class OverrunError extends Error {
+  constructor(readonly budgetMs: number) {
+    super(`could not decide within ${budgetMs} ms`);
+  }
+}
+
+/**
+ * Runs `work` (sync or async) within the budget; its signal aborts when the budget ends,
+ * and an overrun rejects with OverrunError, whatever the work does afterwards.
+ */
+export async function within<T>(
+  budget: number,
+  work: (signal: AbortSignal) => T | Promise<T>,
+): Promise<T> {
+  const ac = new AbortController();
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => {
+      ac.abort();
+      reject(new OverrunError(budget));
+    }, budget);
+  });
+  try {
+    return await Promise.race([Promise.resolve().then(() => work(ac.signal)), late]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
