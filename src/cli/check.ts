@@ -8,10 +8,10 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { randomSuffix, renderObject, type JsonObject } from '../admission/defaults/index.js';
 import { rulesForKinds } from '../admission/kinds.js';
-import { goQuote, groupOf, validateObjectName } from '../admission/names/index.js';
+import { causeReason, goQuote, groupOf, validateObjectMeta } from '../admission/names/index.js';
 import { jsonPatch, type PatchOp } from '../admission/patch.js';
 import type { AdmissionRequest } from '../admission/review.js';
-import { denyInvalid, invalidField, type FieldCause } from '../admission/verdict.js';
+import { invalidStatus } from '../admission/verdict.js';
 import type { Status } from '../apiserver/status.js';
 import type { KubeObject } from '../apiserver/types.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
@@ -129,20 +129,21 @@ export function kubectlInvalidText(status: Status): string {
   return `${head}: \n${causes.map((c) => `* ${c}`).join('\n')}`;
 }
 
-/** Built-in validation annex knows: the name rule of the object's kind. */
-function nameCauses(group: string, kind: string, meta: JsonObject): FieldCause[] {
-  const { name, generateName } = meta;
-  if (typeof name === 'string' && name !== '') {
-    return validateObjectName(group, kind, name).map((e) =>
-      invalidField(e.field, e.value, e.detail),
-    );
-  }
-  if (typeof generateName === 'string' && generateName !== '') {
-    return validateObjectName(group, kind, generateName, { prefix: true }).map((e) =>
-      invalidField(e.field, e.value, e.detail),
-    );
-  }
-  return [{ field: 'metadata.name', message: 'Required value: name or generateName is required' }];
+/** Built-in validation annex knows: the name rules of the object's kind, as on a create. */
+function nameCauses(group: string, kind: string, meta: JsonObject, suffix: string) {
+  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
+  const names = validateObjectMeta(
+    group,
+    kind,
+    { name: str(meta.name), generateName: str(meta.generateName) },
+    suffix,
+  );
+  const causes = names.errors.map((e) => ({
+    field: e.field,
+    message: e.cause,
+    reason: causeReason(e.type),
+  }));
+  return { name: names.name, nameBytes: names.nameBytes, causes };
 }
 
 /** One object's create, as the API server with the policies installed would answer it. */
@@ -164,9 +165,8 @@ export function checkObject(
     uid: false,
   }) as KubeObject;
   const meta = (rendered.metadata ?? {}) as JsonObject;
-  if (!meta.name && typeof meta.generateName === 'string' && meta.generateName) {
-    meta.name = `${meta.generateName}${randomSuffix()}`;
-  }
+  const builtIn = nameCauses(group, kind, (obj.metadata ?? {}) as JsonObject, randomSuffix());
+  if (builtIn.name) meta.name = builtIn.name;
   const name = typeof meta.name === 'string' ? meta.name : '';
   const namespace = typeof meta.namespace === 'string' ? meta.namespace : undefined;
   const request: AdmissionRequest = {
@@ -192,10 +192,8 @@ export function checkObject(
   });
 
   // The API server's own validation refuses the object before validating admission.
-  const builtIn = nameCauses(group, kind, (obj.metadata ?? {}) as JsonObject);
-  if (builtIn.length) {
-    const v = denyInvalid(request, name, builtIn);
-    if (!v.allowed) return denied(v.status);
+  if (builtIn.causes.length) {
+    return denied(invalidStatus(group, kind, builtIn.nameBytes, builtIn.causes));
   }
 
   const e = evaluate(policies, request, {
