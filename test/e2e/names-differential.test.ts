@@ -94,7 +94,7 @@ describeCluster('name rules: annex vs the real API server, per carrier', () => {
     }
     for (const s of ['.', '..', '-', 'a-', '-a', 'a.', '.a']) expect(corpus).toContain(s);
     expect(corpus.some((s) => /[A-Z]/.test(s))).toBe(true);
-    expect(corpus.some((s) => /[^\x00-\x7f]/.test(s))).toBe(true);
+    expect(corpus.some((s) => Buffer.byteLength(s) > s.length)).toBe(true);
   });
 
   const agent = new Agent({ keepAlive: true, maxSockets: 8 });
