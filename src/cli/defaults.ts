@@ -61,6 +61,7 @@ export function register(program: Command): void {
             lastApplied: opts.lastApplied,
             namespace: opts.namespace,
             output: opts.output,
+            placeholders: true,
           }),
         );
       },
