@@ -6,18 +6,26 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { randomSuffix, renderObject, type JsonObject } from '../admission/defaults/index.js';
+import {
+  createRefusal,
+  nameCauses,
+  randomSuffix,
+  renderObject,
+  type JsonObject,
+} from '../admission/defaults/index.js';
 import { rulesForKinds } from '../admission/kinds.js';
-import { causeReason, goQuote, groupOf, validateObjectMeta } from '../admission/names/index.js';
+import { groupOf } from '../admission/names/index.js';
 import { jsonPatch, type PatchOp } from '../admission/patch.js';
 import type { AdmissionRequest } from '../admission/review.js';
-import { invalidStatus } from '../admission/verdict.js';
 import type { Status } from '../apiserver/status.js';
 import type { KubeObject } from '../apiserver/types.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
 import { evaluate } from '../policy/evaluate.js';
 import { PolicyCompileError, type PolicyDecision } from '../policy/types.js';
 import { readObjects } from './defaults.js';
+import { kubectlCreateErrors, kubectlInvalidText } from './kubectl-text.js';
+
+export { kubectlInvalidText };
 import { UserError } from './errors.js';
 
 export interface CheckOptions {
@@ -110,42 +118,6 @@ function resourceOf(group: string, kind: string): string {
   return `${k}s`;
 }
 
-/**
- * How kubectl prints a 422 Invalid Status with details (cmdutil.CheckErr): `The <Kind>
- * "<name>" is invalid: <field>: <message>`, or one `* <cause>` line per distinct cause.
- * A webhook's denial prints the same way: the "denied the request" prefix of its message
- * is not shown, because kubectl prints the causes, not the message.
- */
-export function kubectlInvalidText(status: Status): string {
-  const d = status.details;
-  if (!d) return 'The request is invalid';
-  const head =
-    d.kind || d.name
-      ? `The ${d.kind ?? ''} ${goQuote(d.name ?? '')} is invalid`
-      : 'The request is invalid';
-  const causes = [...new Set((d.causes ?? []).map((c) => `${c.field ?? ''}: ${c.message ?? ''}`))];
-  if (causes.length === 0) return head;
-  if (causes.length === 1) return `${head}: ${causes[0]}`;
-  return `${head}: \n${causes.map((c) => `* ${c}`).join('\n')}`;
-}
-
-/** Built-in validation annex knows: the name rules of the object's kind, as on a create. */
-function nameCauses(group: string, kind: string, meta: JsonObject, suffix: string) {
-  const str = (v: unknown) => (typeof v === 'string' ? v : undefined);
-  const names = validateObjectMeta(
-    group,
-    kind,
-    { name: str(meta.name), generateName: str(meta.generateName) },
-    suffix,
-  );
-  const causes = names.errors.map((e) => ({
-    field: e.field,
-    message: e.cause,
-    reason: causeReason(e.type),
-  }));
-  return { name: names.name, nameBytes: names.nameBytes, causes };
-}
-
 /** One object's create, as the API server with the policies installed would answer it. */
 export function checkObject(
   obj: JsonObject,
@@ -165,8 +137,9 @@ export function checkObject(
     uid: false,
   }) as KubeObject;
   const meta = (rendered.metadata ?? {}) as JsonObject;
-  const builtIn = nameCauses(group, kind, (obj.metadata ?? {}) as JsonObject, randomSuffix());
-  if (builtIn.name) meta.name = builtIn.name;
+  const suffix = randomSuffix();
+  const { names } = nameCauses(obj, suffix);
+  if (names.name) meta.name = names.name;
   const name = typeof meta.name === 'string' ? meta.name : '';
   const namespace = typeof meta.namespace === 'string' ? meta.namespace : undefined;
   const request: AdmissionRequest = {
@@ -184,7 +157,7 @@ export function checkObject(
   const denied = (status: Status, rest: Partial<CheckResult> = {}): CheckResult => ({
     ...base,
     allowed: false,
-    message: kubectlInvalidText(status),
+    message: kubectlCreateErrors([status], source)[0] ?? status.message,
     warnings: [],
     status,
     decisions: [],
@@ -192,9 +165,8 @@ export function checkObject(
   });
 
   // The API server's own validation refuses the object before validating admission.
-  if (builtIn.causes.length) {
-    return denied(invalidStatus(group, kind, builtIn.nameBytes, builtIn.causes));
-  }
+  const refusal = createRefusal(obj, suffix);
+  if (refusal) return denied(refusal);
 
   const e = evaluate(policies, request, {
     ...(options.annexNamespace ? { annexNamespace: options.annexNamespace } : {}),

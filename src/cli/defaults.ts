@@ -2,9 +2,17 @@
 // Reading the input and the command live here; the rendering is src/admission/defaults/render.ts.
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { ObjectsError, parseObjects, renderText } from '../admission/defaults/index.js';
-import type { JsonObject } from '../admission/defaults/index.js';
+import {
+  createRefusal,
+  ObjectsError,
+  parseObjects,
+  printObjects,
+  renderObject,
+} from '../admission/defaults/index.js';
+import type { JsonObject, RenderOptions } from '../admission/defaults/index.js';
+import type { Status } from '../apiserver/status.js';
 import { UserError } from './errors.js';
+import { kubectlCreateErrors } from './kubectl-text.js';
 
 export function readInput(file: string): string {
   try {
@@ -25,6 +33,29 @@ export function readObjects(file: string, label = file === '-' ? 'stdin' : file)
     if (e instanceof ObjectsError) throw new UserError(e.message);
     throw e;
   }
+}
+
+/**
+ * What `kubectl apply --dry-run=server -o …` prints for these objects: the ones the API
+ * server accepts, rendered (a `List` when several), and kubectl's text for the refused ones.
+ */
+export function defaultsOutput(
+  objects: JsonObject[],
+  source: string,
+  options: RenderOptions,
+): { text: string; refusals: string[] } {
+  const refused: Status[] = [];
+  const accepted: JsonObject[] = [];
+  for (const obj of objects) {
+    // Any 5 characters of the generator's alphabet give the verdict of the real suffix.
+    const status = createRefusal(obj, 'bcdfg');
+    if (status) refused.push(status);
+    else accepted.push(renderObject(obj, options));
+  }
+  return {
+    text: accepted.length ? printObjects(accepted, options.output) : '',
+    refusals: kubectlCreateErrors(refused, source),
+  };
 }
 
 export function register(program: Command): void {
@@ -55,15 +86,16 @@ export function register(program: Command): void {
           throw new UserError(`--output: must be yaml or json, got "${opts.output}"`);
         }
         const objects = readObjects(file);
-        process.stdout.write(
-          renderText(objects, {
-            admissionPlugins: opts.admissionPlugins,
-            lastApplied: opts.lastApplied,
-            namespace: opts.namespace,
-            output: opts.output,
-            placeholders: true,
-          }),
-        );
+        const { text, refusals } = defaultsOutput(objects, file === '-' ? 'STDIN' : file, {
+          admissionPlugins: opts.admissionPlugins,
+          lastApplied: opts.lastApplied,
+          namespace: opts.namespace,
+          output: opts.output,
+          placeholders: true,
+        });
+        process.stdout.write(text);
+        for (const line of refusals) process.stderr.write(`${line}\n`);
+        if (refusals.length > 0) process.exitCode = 1;
       },
     );
 }

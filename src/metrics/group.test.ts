@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
-import { JSONPath } from 'jsonpath-plus';
 import { describe, it, expect } from 'vitest';
 import { toTable } from '../apiserver/table.js';
 import type { KubeObject, WatchEvent } from '../apiserver/types.js';

@@ -7,6 +7,7 @@ export {
   LAST_APPLIED,
   ObjectsError,
   parseObjects,
+  printObjects,
   renderObject,
   renderText,
   withLastApplied,
@@ -17,3 +18,5 @@ export { applyServerFields, isClusterScoped, podQosClass } from './server-fields
 export type { ServerFieldsOptions } from './server-fields.js';
 export { goJson, goYamlKeyCompare, toKubectlYaml } from './yaml.js';
 export type { Json, JsonObject } from './util.js';
+export { createRefusal, nameCauses } from './validate.js';
+export { PLACEHOLDERS } from './placeholders.js';

@@ -7,6 +7,7 @@ import { applyDefaults } from './apply.js';
 import { applyServerFields, isClusterScoped } from './server-fields.js';
 import { isObject } from './util.js';
 import type { JsonObject } from './util.js';
+import { generatedNameBytes, goString } from '../names/index.js';
 import { PLACEHOLDERS } from './placeholders.js';
 import { goJson, toKubectlYaml } from './yaml.js';
 
@@ -73,10 +74,19 @@ export function withLastApplied(obj: JsonObject, namespace: string): JsonObject 
   return out;
 }
 
+/** A generateName without a name: the name it will get, its 5 random characters a placeholder. */
+function withGeneratedName(obj: JsonObject): JsonObject {
+  const meta = isObject(obj.metadata) ? obj.metadata : undefined;
+  if (!meta || meta.name || typeof meta.generateName !== 'string' || !meta.generateName) return obj;
+  const name = goString(generatedNameBytes(meta.generateName, '')) + PLACEHOLDERS.random;
+  return { ...obj, metadata: { ...meta, name } };
+}
+
 /** One object through kubectl, defaulting, admission plugins and the registry. */
 export function renderObject(obj: JsonObject, options: RenderOptions): JsonObject {
   const sent = options.lastApplied ? withLastApplied(obj, options.namespace) : obj;
   const p = options.placeholders === true;
+  if (p) obj = withGeneratedName(obj);
   const randomSuffix = p ? () => PLACEHOLDERS.random : options.randomSuffix;
   const defaulted = applyDefaults(sent, {
     admissionPlugins: options.admissionPlugins,
