@@ -3,6 +3,7 @@
 import { readFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import {
+  clusterScopedKindsOf,
   createRefusal,
   ObjectsError,
   parseObjects,
@@ -72,6 +73,12 @@ export function register(program: Command): void {
     .option('--no-last-applied', "omit kubectl apply's last-applied-configuration annotation")
     .option('-n, --namespace <namespace>', 'namespace for objects without one', 'default')
     .option('-o, --output <format>', 'yaml or json', 'yaml')
+    .option(
+      '--cluster-scoped <group/Kind>',
+      'a cluster-scoped custom resource kind (repeatable); CRDs in the input count too',
+      (v: string, prev: string[]) => [...prev, v],
+      [],
+    )
     .action(
       (
         file: string,
@@ -80,6 +87,7 @@ export function register(program: Command): void {
           lastApplied: boolean;
           namespace: string;
           output: string;
+          clusterScoped: string[];
         },
       ) => {
         if (opts.output !== 'yaml' && opts.output !== 'json') {
@@ -92,6 +100,7 @@ export function register(program: Command): void {
           namespace: opts.namespace,
           output: opts.output,
           placeholders: true,
+          clusterScoped: new Set([...opts.clusterScoped, ...clusterScopedKindsOf(objects)]),
         });
         process.stdout.write(text);
         for (const line of refusals) process.stderr.write(`${line}\n`);

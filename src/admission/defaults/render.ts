@@ -31,6 +31,8 @@ export interface RenderOptions {
    * from the clock: uid, creationTimestamp, generated suffixes, cluster IPs, node ports.
    */
   placeholders?: boolean;
+  /** Cluster-scoped custom resources (`group/Kind`), e.g. from the CRDs in the input. */
+  clusterScoped?: ReadonlySet<string>;
 }
 
 /** Parse YAML or JSON text into Kubernetes objects; `List` kinds are expanded like kubectl. */
@@ -60,10 +62,17 @@ export function parseObjects(text: string, file: string): JsonObject[] {
 }
 
 /** kubectl apply stores the object as sent (with its namespace) as JSON plus a newline. */
-export function withLastApplied(obj: JsonObject, namespace: string): JsonObject {
+export function withLastApplied(
+  obj: JsonObject,
+  namespace: string,
+  clusterScoped?: ReadonlySet<string>,
+): JsonObject {
   const out = structuredClone(obj);
   const meta = isObject(out.metadata) ? out.metadata : (out.metadata = {});
-  if (!isClusterScoped(String(out.apiVersion), String(out.kind)) && !meta.namespace) {
+  if (
+    !isClusterScoped(String(out.apiVersion), String(out.kind), clusterScoped) &&
+    !meta.namespace
+  ) {
     meta.namespace = namespace;
   }
   const annotations = isObject(meta.annotations) ? meta.annotations : {};
@@ -84,7 +93,9 @@ function withGeneratedName(obj: JsonObject): JsonObject {
 
 /** One object through kubectl, defaulting, admission plugins and the registry. */
 export function renderObject(obj: JsonObject, options: RenderOptions): JsonObject {
-  const sent = options.lastApplied ? withLastApplied(obj, options.namespace) : obj;
+  const sent = options.lastApplied
+    ? withLastApplied(obj, options.namespace, options.clusterScoped)
+    : obj;
   const p = options.placeholders === true;
   if (p) obj = withGeneratedName(obj);
   const randomSuffix = p ? () => PLACEHOLDERS.random : options.randomSuffix;
@@ -94,6 +105,7 @@ export function renderObject(obj: JsonObject, options: RenderOptions): JsonObjec
   });
   return applyServerFields(defaulted, {
     namespace: options.namespace,
+    ...(options.clusterScoped ? { clusterScoped: options.clusterScoped } : {}),
     ...(p
       ? { now: PLACEHOLDERS.now, uid: PLACEHOLDERS.allocated, allocated: PLACEHOLDERS.allocated }
       : {}),

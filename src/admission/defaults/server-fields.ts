@@ -19,6 +19,8 @@ export interface ServerFieldsOptions {
   uid?: string | false;
   /** Namespace for namespaced kinds without one; default `default`. */
   namespace?: string;
+  /** Cluster-scoped custom resources (`group/Kind`): they get no namespace. */
+  clusterScoped?: ReadonlySet<string>;
 }
 
 const clusterScoped = new Set([
@@ -44,10 +46,31 @@ const clusterScoped = new Set([
   'certificates.k8s.io/CertificateSigningRequest',
 ]);
 
-/** Whether objects of this apiVersion/kind live outside namespaces (unknown kinds: namespaced). */
-export function isClusterScoped(apiVersion: string, kind: string): boolean {
+/**
+ * Whether objects of this apiVersion/kind live outside namespaces: the built-in ones, and the
+ * `group/Kind`s in `custom` (custom resources whose CRD says `scope: Cluster`); any other
+ * kind is namespaced.
+ */
+export function isClusterScoped(
+  apiVersion: string,
+  kind: string,
+  custom: ReadonlySet<string> = new Set(),
+): boolean {
   const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
-  return clusterScoped.has(`${group}/${kind}`);
+  return clusterScoped.has(`${group}/${kind}`) || custom.has(`${group}/${kind}`);
+}
+
+/** The `group/Kind` of every cluster-scoped custom resource the CRDs among `objects` define. */
+export function clusterScopedKindsOf(objects: readonly JsonObject[]): Set<string> {
+  const kinds = new Set<string>();
+  for (const o of objects) {
+    if (o.kind !== 'CustomResourceDefinition' || !isObject(o.spec)) continue;
+    const names = isObject(o.spec.names) ? o.spec.names : {};
+    if (o.spec.scope === 'Cluster' && typeof names.kind === 'string') {
+      kinds.add(`${String(o.spec.group)}/${names.kind}`);
+    }
+  }
+  return kinds;
 }
 
 /** Kinds whose strategy sets `metadata.generation: 1` (custom resources do too). */
@@ -233,7 +256,10 @@ export function applyServerFields<T>(obj: T, options: ServerFieldsOptions = {}):
   const uid = options.uid === undefined ? randomUUID() : options.uid;
   if (uid !== false) meta.uid = uid;
   if (withGeneration.has(key) || !builtinGroups.has(group)) meta.generation = 1;
-  if (!clusterScoped.has(key) && isUnset(meta.namespace)) {
+  if (
+    !isClusterScoped(apiVersion, String(out.kind), options.clusterScoped) &&
+    isUnset(meta.namespace)
+  ) {
     meta.namespace = options.namespace ?? 'default';
   }
   if (key === 'batch/Job' && uid !== false) jobSelector(out, uid);
