@@ -13,16 +13,15 @@ import {
   renderObject,
   type JsonObject,
 } from '../admission/defaults/index.js';
-import { rulesForKinds } from '../admission/kinds.js';
 import { groupOf } from '../admission/names/index.js';
 import { jsonPatch, type PatchOp } from '../admission/patch.js';
-import type { AdmissionRequest } from '../admission/review.js';
 import type { Status } from '../apiserver/status.js';
 import type { KubeObject } from '../apiserver/types.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
 import { evaluate } from '../policy/evaluate.js';
 import { PolicyCompileError, type PolicyDecision } from '../policy/types.js';
-import { readObjects } from './defaults.js';
+import { readObjects } from './input.js';
+import { createRequest } from './create-request.js';
 import { kubectlCreateErrors, kubectlInvalidText } from './kubectl-text.js';
 
 export { kubectlInvalidText };
@@ -104,20 +103,6 @@ export function loadPolicies(paths: readonly string[]): CompiledPolicy[] {
 const kubectlRef = (group: string, kind: string, name: string) =>
   `${kind.toLowerCase()}${group ? `.${group}` : ''}/${name}`;
 
-/** kubectl's plural for a kind: the built-in table, else its guess (UnsafeGuessKindToResource). */
-function resourceOf(group: string, kind: string): string {
-  try {
-    const [rule] = rulesForKinds([group ? `${group}/${kind}` : kind], ['CREATE']);
-    if (rule?.resources[0]) return rule.resources[0];
-  } catch {
-    // not a kind annex knows: guess as kubectl does
-  }
-  const k = kind.toLowerCase();
-  if (k.endsWith('s')) return `${k}es`;
-  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
-  return `${k}s`;
-}
-
 /** One object's create, as the API server with the policies installed would answer it. */
 export function checkObject(
   obj: JsonObject,
@@ -128,7 +113,6 @@ export function checkObject(
   const apiVersion = String(obj.apiVersion);
   const kind = String(obj.kind);
   const group = groupOf(apiVersion);
-  const version = apiVersion.slice(apiVersion.indexOf('/') + 1);
   const rendered = renderObject(obj, {
     admissionPlugins: true,
     lastApplied: true,
@@ -140,19 +124,8 @@ export function checkObject(
   const suffix = randomSuffix();
   const { names } = nameCauses(obj, suffix);
   if (names.name) meta.name = names.name;
-  const name = typeof meta.name === 'string' ? meta.name : '';
-  const namespace = typeof meta.namespace === 'string' ? meta.namespace : undefined;
-  const request: AdmissionRequest = {
-    uid: 'annex-check',
-    kind: { group, version, kind },
-    resource: { group, version, resource: resourceOf(group, kind) },
-    name,
-    ...(namespace ? { namespace } : {}),
-    operation: 'CREATE',
-    userInfo: {},
-    object: rendered,
-    dryRun: true,
-  };
+  const request = createRequest(rendered);
+  const { name, namespace } = request;
   const base = { source, apiVersion, kind, ...(namespace ? { namespace } : {}), name };
   const denied = (status: Status, rest: Partial<CheckResult> = {}): CheckResult => ({
     ...base,

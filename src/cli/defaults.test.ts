@@ -103,4 +103,32 @@ metadata: {name: w}
       process.exitCode = 0;
     }
   });
+
+  it('--admission=annex: the defaults webhook and -p policies, then scheme defaults again', async () => {
+    const policy = fileURLToPath(new URL('../../policies/pinned-images.yaml', import.meta.url));
+    const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+    try {
+      const pod = JSON.parse(await run(podNuFile, '-o', 'json', '--admission=annex'));
+      expect(pod.metadata.labels['app.kubernetes.io/managed-by']).toBe('annex');
+      // The webhook's requests, kept as the API server stores quantities.
+      expect(pod.spec.containers[0].resources.requests).toBeDefined();
+      expect(await run(podNuFile)).not.toContain('managed-by');
+      expect(err.mock.calls.map((c) => String(c[0])).join('')).toMatch(
+        /^Warning: annex: container "c" had no/,
+      );
+      const latest = fileWith(
+        'apiVersion: v1\nkind: Pod\nmetadata: {name: latest}\nspec:\n  containers: [{name: c, image: nginx}]\n',
+      );
+      err.mockClear();
+      expect(await run(latest, '--admission=annex', '-p', policy)).toBe('');
+      expect(process.exitCode).toBe(1);
+      expect(err.mock.calls.map((c) => String(c[0])).join('')).toContain(
+        'The Pod "latest" is invalid: spec.containers[0].image: Invalid value: "nginx": must be pinned',
+      );
+    } finally {
+      err.mockRestore();
+      process.exitCode = 0;
+    }
+    await expect(run(podNuFile, '-p', policy)).rejects.toThrow('need --admission=annex');
+  });
 });
