@@ -85,6 +85,8 @@ export {
   parseNanocores,
   parseQuantity,
   quantityValue,
+  topCpu,
+  topMemory,
 } from './apiserver/quantity.js';
 export { isObject, type JsonObject } from './json.js';
 

@@ -1,7 +1,7 @@
 // What a webhook decides, before it is put into an AdmissionReview response.
 import { StatusError, type Status, type StatusCause } from '../apiserver/status.js';
 import type { KubeObject } from '../apiserver/types.js';
-import { fieldErrorBody, goQuote } from './names/index.js';
+import { fieldErrorBody, goQuote, goString } from './names/index.js';
 import type { AdmissionRequest } from './review.js';
 
 export type Verdict =
@@ -40,37 +40,49 @@ function nameOf(request: AdmissionRequest): string {
 }
 
 export function denyInvalid(request: AdmissionRequest, causes: FieldCause[]): Verdict;
-export function denyInvalid(request: AdmissionRequest, name: string, causes: FieldCause[]): Verdict;
 export function denyInvalid(
   request: AdmissionRequest,
-  nameOrCauses: string | FieldCause[],
+  name: string | Uint8Array,
+  causes: FieldCause[],
+): Verdict;
+export function denyInvalid(
+  request: AdmissionRequest,
+  nameOrCauses: string | Uint8Array | FieldCause[],
   maybeCauses?: FieldCause[],
 ): Verdict {
-  const [name, causes] =
-    typeof nameOrCauses === 'string'
-      ? [nameOrCauses, maybeCauses ?? []]
-      : [nameOf(request), nameOrCauses];
+  const [name, causes] = Array.isArray(nameOrCauses)
+    ? [nameOf(request), nameOrCauses]
+    : [nameOrCauses, maybeCauses ?? []];
   const { group, kind } = request.kind;
+  return { allowed: false, status: invalidStatus(group, kind, name, causes) };
+}
+
+/**
+ * apierrors.NewInvalid: `<Kind>[.<group>] "<name>" is invalid: <cause>` (`[c1, c2]` for
+ * several distinct causes), the name quoted with Go's %q (bytes as Go holds them), and one
+ * Status cause per field error (reason FieldValueInvalid unless the cause says otherwise).
+ */
+export function invalidStatus(
+  group: string,
+  kind: string,
+  name: string | Uint8Array,
+  causes: readonly (FieldCause & { reason?: string })[],
+): Status {
   const groupKind = group ? `${kind}.${group}` : kind;
   const rendered = [...new Set(causes.map((c) => `${c.field}: ${c.message}`))];
   const list = rendered.length === 1 ? rendered[0] : `[${rendered.join(', ')}]`;
-  // apierrors.NewInvalid quotes the name with Go's %q.
-  const status = new StatusError(
-    422,
-    'Invalid',
-    `${groupKind} ${goQuote(name)} is invalid: ${list}`,
-    {
-      name,
-      group,
-      kind,
-      causes: causes.map((c) => ({
-        reason: 'FieldValueInvalid',
-        message: c.message,
-        field: c.field,
-      })),
-    },
-  ).status;
-  return { allowed: false, status };
+  const shown = typeof name === 'string' ? name : goString(name);
+  return new StatusError(422, 'Invalid', `${groupKind} ${goQuote(name)} is invalid: ${list}`, {
+    // omitempty, as Go marshals StatusDetails
+    ...(shown ? { name: shown } : {}),
+    ...(group ? { group } : {}),
+    kind,
+    causes: causes.map((c) => ({
+      reason: c.reason ?? 'FieldValueInvalid',
+      message: c.message,
+      field: c.field,
+    })),
+  }).status;
 }
 
 /** A denial with a plain message (403 Forbidden unless another code is given), as `kubectl` prints it. */

@@ -111,3 +111,15 @@ describe('canonicalQuantity', () => {
     expect(canonicalQuantity('1000e18')).toBe('1e21');
   });
 });
+
+describe('kubectl top cells', () => {
+  it('cpu: milli rounded up; memory: Mi truncated', async () => {
+    const { topCpu, topMemory } = await import('./quantity.js');
+    expect(topCpu(1977465164n)).toBe('1978m');
+    expect(topCpu(1_000_000n)).toBe('1m');
+    expect(topCpu(1n)).toBe('1m');
+    expect(topCpu(0n)).toBe('0m');
+    expect(topMemory(1332896n * 1024n)).toBe('1301Mi');
+    expect(topMemory(1_048_575n)).toBe('0Mi');
+  });
+});

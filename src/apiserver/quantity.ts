@@ -159,6 +159,18 @@ export function formatMemory(bytes: number | bigint): string {
   return formatBinarySI(toBig(bytes));
 }
 
+/** `kubectl top`'s CPU cell: MilliValue (rounded up) + "m": 1977465164n → "1978m". */
+export function topCpu(nanocores: number | bigint): string {
+  const n = toBig(nanocores);
+  const milli = n <= 0n ? -(-n / 1_000_000n) : (n + 999_999n) / 1_000_000n;
+  return `${milli}m`;
+}
+
+/** `kubectl top`'s memory cell: whole bytes / 2^20, truncated, + "Mi": 1332896Ki → "1301Mi". */
+export function topMemory(bytes: number | bigint): string {
+  return `${toBig(bytes) / 1_048_576n}Mi`;
+}
+
 /**
  * As the API server stores a quantity (SetDefaults_ResourceList): rounded up to milli scale
  * and printed in canonical form. Unparsable input is returned unchanged (the API server would

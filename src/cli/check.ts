@@ -6,18 +6,25 @@
 import { readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { randomSuffix, renderObject, type JsonObject } from '../admission/defaults/index.js';
-import { rulesForKinds } from '../admission/kinds.js';
-import { goQuote, groupOf, validateObjectName } from '../admission/names/index.js';
+import {
+  createRefusal,
+  nameCauses,
+  randomSuffix,
+  renderObject,
+  type JsonObject,
+} from '../admission/defaults/index.js';
+import { groupOf } from '../admission/names/index.js';
 import { jsonPatch, type PatchOp } from '../admission/patch.js';
-import type { AdmissionRequest } from '../admission/review.js';
-import { denyInvalid, invalidField, type FieldCause } from '../admission/verdict.js';
 import type { Status } from '../apiserver/status.js';
 import type { KubeObject } from '../apiserver/types.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
 import { evaluate } from '../policy/evaluate.js';
 import { PolicyCompileError, type PolicyDecision } from '../policy/types.js';
-import { readObjects } from './defaults.js';
+import { readObjects } from './input.js';
+import { createRequest } from './create-request.js';
+import { kubectlCreateErrors, kubectlInvalidText } from './kubectl-text.js';
+
+export { kubectlInvalidText };
 import { UserError } from './errors.js';
 
 export interface CheckOptions {
@@ -96,55 +103,6 @@ export function loadPolicies(paths: readonly string[]): CompiledPolicy[] {
 const kubectlRef = (group: string, kind: string, name: string) =>
   `${kind.toLowerCase()}${group ? `.${group}` : ''}/${name}`;
 
-/** kubectl's plural for a kind: the built-in table, else its guess (UnsafeGuessKindToResource). */
-function resourceOf(group: string, kind: string): string {
-  try {
-    const [rule] = rulesForKinds([group ? `${group}/${kind}` : kind], ['CREATE']);
-    if (rule?.resources[0]) return rule.resources[0];
-  } catch {
-    // not a kind annex knows: guess as kubectl does
-  }
-  const k = kind.toLowerCase();
-  if (k.endsWith('s')) return `${k}es`;
-  if (/[^aeiou]y$/.test(k)) return `${k.slice(0, -1)}ies`;
-  return `${k}s`;
-}
-
-/**
- * How kubectl prints a 422 Invalid Status with details (cmdutil.CheckErr): `The <Kind>
- * "<name>" is invalid: <field>: <message>`, or one `* <cause>` line per distinct cause.
- * A webhook's denial prints the same way: the "denied the request" prefix of its message
- * is not shown, because kubectl prints the causes, not the message.
- */
-export function kubectlInvalidText(status: Status): string {
-  const d = status.details;
-  if (!d) return 'The request is invalid';
-  const head =
-    d.kind || d.name
-      ? `The ${d.kind ?? ''} ${goQuote(d.name ?? '')} is invalid`
-      : 'The request is invalid';
-  const causes = [...new Set((d.causes ?? []).map((c) => `${c.field ?? ''}: ${c.message ?? ''}`))];
-  if (causes.length === 0) return head;
-  if (causes.length === 1) return `${head}: ${causes[0]}`;
-  return `${head}: \n${causes.map((c) => `* ${c}`).join('\n')}`;
-}
-
-/** Built-in validation annex knows: the name rule of the object's kind. */
-function nameCauses(group: string, kind: string, meta: JsonObject): FieldCause[] {
-  const { name, generateName } = meta;
-  if (typeof name === 'string' && name !== '') {
-    return validateObjectName(group, kind, name).map((e) =>
-      invalidField(e.field, e.value, e.detail),
-    );
-  }
-  if (typeof generateName === 'string' && generateName !== '') {
-    return validateObjectName(group, kind, generateName, { prefix: true }).map((e) =>
-      invalidField(e.field, e.value, e.detail),
-    );
-  }
-  return [{ field: 'metadata.name', message: 'Required value: name or generateName is required' }];
-}
-
 /** One object's create, as the API server with the policies installed would answer it. */
 export function checkObject(
   obj: JsonObject,
@@ -155,7 +113,6 @@ export function checkObject(
   const apiVersion = String(obj.apiVersion);
   const kind = String(obj.kind);
   const group = groupOf(apiVersion);
-  const version = apiVersion.slice(apiVersion.indexOf('/') + 1);
   const rendered = renderObject(obj, {
     admissionPlugins: true,
     lastApplied: true,
@@ -164,27 +121,16 @@ export function checkObject(
     uid: false,
   }) as KubeObject;
   const meta = (rendered.metadata ?? {}) as JsonObject;
-  if (!meta.name && typeof meta.generateName === 'string' && meta.generateName) {
-    meta.name = `${meta.generateName}${randomSuffix()}`;
-  }
-  const name = typeof meta.name === 'string' ? meta.name : '';
-  const namespace = typeof meta.namespace === 'string' ? meta.namespace : undefined;
-  const request: AdmissionRequest = {
-    uid: 'annex-check',
-    kind: { group, version, kind },
-    resource: { group, version, resource: resourceOf(group, kind) },
-    name,
-    ...(namespace ? { namespace } : {}),
-    operation: 'CREATE',
-    userInfo: {},
-    object: rendered,
-    dryRun: true,
-  };
+  const suffix = randomSuffix();
+  const { names } = nameCauses(obj, suffix);
+  if (names.name) meta.name = names.name;
+  const request = createRequest(rendered);
+  const { name, namespace } = request;
   const base = { source, apiVersion, kind, ...(namespace ? { namespace } : {}), name };
   const denied = (status: Status, rest: Partial<CheckResult> = {}): CheckResult => ({
     ...base,
     allowed: false,
-    message: kubectlInvalidText(status),
+    message: kubectlCreateErrors([status], source)[0] ?? status.message,
     warnings: [],
     status,
     decisions: [],
@@ -192,11 +138,8 @@ export function checkObject(
   });
 
   // The API server's own validation refuses the object before validating admission.
-  const builtIn = nameCauses(group, kind, (obj.metadata ?? {}) as JsonObject);
-  if (builtIn.length) {
-    const v = denyInvalid(request, name, builtIn);
-    if (!v.allowed) return denied(v.status);
-  }
+  const refusal = createRefusal(obj, suffix);
+  if (refusal) return denied(refusal);
 
   const e = evaluate(policies, request, {
     ...(options.annexNamespace ? { annexNamespace: options.annexNamespace } : {}),

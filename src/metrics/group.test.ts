@@ -1,6 +1,5 @@
 import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
-import { JSONPath } from 'jsonpath-plus';
 import { describe, it, expect } from 'vitest';
 import { toTable } from '../apiserver/table.js';
 import type { KubeObject, WatchEvent } from '../apiserver/types.js';
@@ -105,10 +104,15 @@ describe('metricsGroups', () => {
       ['Window', 'duration'],
     ]);
     const [node] = (await nodeDecl.provider.snapshot()).items;
-    const cells = nodeDecl.columns.map(
-      (c) => JSONPath({ path: c.jsonPath, json: node as object, wrap: true })[0],
+    const nodeTable = toTable(
+      nodeDecl,
+      [node!],
+      {},
+      { version: 'v1', includeObject: 'Object', apiVersion: 'x/v1' },
     );
-    expect(cells).toEqual(['worker-1', '249957861n', '2786616Ki', '15.013s']);
+    // Cells as `kubectl top`: cpu milli rounded up, memory Mi truncated; the object exact.
+    expect(nodeTable.rows[0]?.cells).toEqual(['worker-1', '250m', '2721Mi', '15.013s']);
+    expect((node as KubeObject).usage).toEqual({ cpu: '249957861n', memory: '2786616Ki' });
     const podDecl = decl.resources[1]!;
     const [pod] = (await podDecl.provider.snapshot()).items;
     // Pod rows sum the containers (metrics-server's pkg/api/table.go), through toTable.
@@ -120,8 +124,8 @@ describe('metricsGroups', () => {
     );
     expect(table.rows[0]?.cells).toEqual([
       'web-6f9c7d5b8d-k2x7p',
-      '43468512n',
-      '58708Ki',
+      '44m', // 43468512n
+      '57Mi', // 58708Ki
       '15.014s',
     ]);
   });

@@ -9,7 +9,14 @@ import type {
   TableColumn,
   WatchEvent,
 } from '../apiserver/types.js';
-import { formatCpu, formatMemory, parseBytes, parseNanocores } from '../apiserver/quantity.js';
+import {
+  formatCpu,
+  formatMemory,
+  parseBytes,
+  parseNanocores,
+  topCpu,
+  topMemory,
+} from '../apiserver/quantity.js';
 import { nodeMetricsSchema, podMetricsSchema } from './schema.js';
 
 export const DEFAULT_GROUP = 'metrics.annex.dev';
@@ -42,6 +49,10 @@ const windowColumn: TableColumn = {
   priority: 0,
 };
 
+const usageOf = (o: KubeObject) => (o.usage ?? {}) as { cpu?: string; memory?: string };
+
+// Table cells read as `kubectl top` prints them (1978m, 1301Mi); the objects keep the exact
+// quantities metrics-server reports (1977465164n, 1332896Ki).
 export const nodeColumns: TableColumn[] = [
   nameColumn,
   {
@@ -50,6 +61,7 @@ export const nodeColumns: TableColumn[] = [
     format: 'quantity',
     description: 'Average CPU usage over the window',
     jsonPath: '$.usage.cpu',
+    value: (node) => topCpu(parseNanocores(usageOf(node).cpu ?? '0')),
     priority: 0,
   },
   {
@@ -58,6 +70,7 @@ export const nodeColumns: TableColumn[] = [
     format: 'quantity',
     description: 'Memory working set',
     jsonPath: '$.usage.memory',
+    value: (node) => topMemory(parseBytes(usageOf(node).memory ?? '0')),
     priority: 0,
   },
   windowColumn,
@@ -73,7 +86,7 @@ export const podColumns: TableColumn[] = [
     format: 'quantity',
     description: 'Average CPU usage over the window, summed over the containers',
     jsonPath: '$.containers[*].usage.cpu',
-    value: (pod) => podUsageTotals(pod).cpu,
+    value: (pod) => topCpu(parseNanocores(podUsageTotals(pod).cpu)),
     priority: 0,
   },
   {
@@ -82,7 +95,7 @@ export const podColumns: TableColumn[] = [
     format: 'quantity',
     description: 'Memory working set, summed over the containers',
     jsonPath: '$.containers[*].usage.memory',
-    value: (pod) => podUsageTotals(pod).memory,
+    value: (pod) => topMemory(parseBytes(podUsageTotals(pod).memory)),
     priority: 0,
   },
   windowColumn,

@@ -399,8 +399,8 @@ describeCluster('aggregated API through the real kube-apiserver', (c) => {
     const nodeRows = cols(await kOk(['get', 'nodemetrics']));
     expect(nodeRows[0]).toEqual(['NAME', 'CPU', 'MEMORY', 'WINDOW']);
     expect(nodeRows.filter((r) => nodes.includes(r[0]!))).toEqual([
-      [nodes[0], '500m', '2Gi', '2s'],
-      [nodes[1], '250m', '1Gi', '2s'],
+      [nodes[0], '500m', '2048Mi', '2s'],
+      [nodes[1], '250m', '1024Mi', '2s'],
     ]);
     expect(cols(await kOk(['get', 'podmetrics', '-n', nsWeb]))).toEqual([
       ['NAME', 'CPU', 'MEMORY', 'WINDOW'],
@@ -484,9 +484,9 @@ describeCluster('aggregated API through the real kube-apiserver', (c) => {
       seen.push(...lines);
     });
     try {
-      await lineWith(new RegExp(`^${nodes[0]}\\s+500m\\s+2Gi\\s+2s$`), 15_000);
+      await lineWith(new RegExp(`^${nodes[0]}\\s+500m\\s+2048Mi\\s+2s$`), 15_000);
       kubelet0.setNode({ cpu: 0.5, memory: 3 * Gi });
-      await lineWith(new RegExp(`^${nodes[0]}\\s+500m\\s+3Gi\\s+2s$`), 15_000);
+      await lineWith(new RegExp(`^${nodes[0]}\\s+500m\\s+3072Mi\\s+2s$`), 15_000);
       expect(seen[0]).toMatch(/^NAME\s+CPU\s+MEMORY\s+WINDOW$/);
     } finally {
       child.kill();

@@ -7,8 +7,19 @@ import {
   defaultSecret,
   defaultService,
 } from './core.js';
+import {
+  defaultHorizontalPodAutoscaler,
+  defaultNetworkPolicy,
+  defaultPodDisruptionBudget,
+  defaultRole,
+  defaultRoleBinding,
+} from './kinds.js';
 import { defaultPodOnlyInPlace, defaultPodSpecInPlace } from './pod.js';
-import { admitPodSpec, randomSuffix as defaultRandomSuffix } from './plugins.js';
+import {
+  admitPodSpec,
+  admitStorageProtection,
+  randomSuffix as defaultRandomSuffix,
+} from './plugins.js';
 import { child, deepClone, isObject } from './util.js';
 import type { JsonObject } from './util.js';
 import {
@@ -23,7 +34,10 @@ import {
 } from './workloads.js';
 
 export interface ApplyDefaultsOptions {
-  /** Also apply ServiceAccount, Priority and DefaultTolerationSeconds (Pods only). Default false. */
+  /**
+   * Also apply the built-in mutating plugins: ServiceAccount, Priority and
+   * DefaultTolerationSeconds (Pods), StorageObjectInUseProtection (PVs, PVCs). Default false.
+   */
   admissionPlugins?: boolean;
   /** The 5-character suffix of `kube-api-access-<suffix>`; random by default. */
   randomSuffix?: () => string;
@@ -48,14 +62,29 @@ const defaulters: Record<string, Defaulter> = {
   '/Service': defaultService,
   '/Secret': defaultSecret,
   '/Namespace': defaultNamespace,
-  '/PersistentVolume': defaultPersistentVolume,
-  '/PersistentVolumeClaim': defaultPersistentVolumeClaim,
+  '/PersistentVolume': (obj, options) => {
+    defaultPersistentVolume(obj);
+    if (options.admissionPlugins === true)
+      admitStorageProtection(obj, 'kubernetes.io/pv-protection');
+  },
+  '/PersistentVolumeClaim': (obj, options) => {
+    defaultPersistentVolumeClaim(obj);
+    if (options.admissionPlugins === true)
+      admitStorageProtection(obj, 'kubernetes.io/pvc-protection');
+  },
   'apps/Deployment': defaultDeployment,
   'apps/StatefulSet': defaultStatefulSet,
   'apps/DaemonSet': defaultDaemonSet,
   'apps/ReplicaSet': defaultReplicaSet,
   'batch/Job': defaultJob,
   'batch/CronJob': defaultCronJob,
+  'networking.k8s.io/NetworkPolicy': defaultNetworkPolicy,
+  'autoscaling/HorizontalPodAutoscaler': defaultHorizontalPodAutoscaler,
+  'policy/PodDisruptionBudget': defaultPodDisruptionBudget,
+  'rbac.authorization.k8s.io/Role': defaultRole,
+  'rbac.authorization.k8s.io/ClusterRole': defaultRole,
+  'rbac.authorization.k8s.io/RoleBinding': defaultRoleBinding,
+  'rbac.authorization.k8s.io/ClusterRoleBinding': defaultRoleBinding,
 };
 
 function groupOf(apiVersion: unknown): string {

@@ -50,10 +50,19 @@ function defaultProbe(container: JsonObject, key: string): void {
   if (grpc && isUnset(grpc.service)) grpc.service = '';
 }
 
-/** fieldRef.apiVersion: v1 (SetDefaults_ObjectFieldSelector). */
+/**
+ * fieldRef.apiVersion: v1 (SetDefaults_ObjectFieldSelector); a resourceFieldRef's divisor is
+ * a Quantity struct without omitempty, so it prints as "0" when unset.
+ */
 export function defaultFieldRef(holder: JsonObject | undefined): void {
   const fieldRef = holder && maybeChild(holder, 'fieldRef');
   if (fieldRef) setDefault(fieldRef, 'apiVersion', 'v1');
+  const resourceRef = holder && maybeChild(holder, 'resourceFieldRef');
+  if (resourceRef) {
+    resourceRef.divisor = isUnset(resourceRef.divisor)
+      ? '0'
+      : canonicalQuantity(resourceRef.divisor as string);
+  }
 }
 
 /** Quantities are rounded up to milli scale and stored canonically. */

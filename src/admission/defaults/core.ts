@@ -1,4 +1,5 @@
 // Defaults for the other core kinds (pkg/apis/core/v1/defaults.go).
+import { defaultSecretData } from './kinds.js';
 import { defaultPvcSpec } from './volumes.js';
 import { child, isUnset, objectsIn, setDefault } from './util.js';
 import type { JsonObject } from './util.js';
@@ -29,6 +30,7 @@ export function defaultService(obj: JsonObject): void {
 
 export function defaultSecret(obj: JsonObject): void {
   setDefault(obj, 'type', 'Opaque');
+  defaultSecretData(obj);
 }
 
 export function defaultNamespace(obj: JsonObject): void {

@@ -110,6 +110,13 @@ export function admitDefaultTolerationSeconds(spec: JsonObject, seconds = 300): 
   spec.tolerations.push(...add);
 }
 
+/** StorageObjectInUseProtection: the protection finalizer on PersistentVolume(Claim)s. */
+export function admitStorageProtection(obj: JsonObject, finalizer: string): void {
+  const meta = child(obj, 'metadata');
+  const finalizers = Array.isArray(meta.finalizers) ? meta.finalizers : (meta.finalizers = []);
+  if (!finalizers.includes(finalizer)) finalizers.push(finalizer);
+}
+
 /** The three plugins in admission order, on a Pod's spec. */
 export function admitPodSpec(pod: JsonObject, suffix: () => string): void {
   const spec = child(pod, 'spec');

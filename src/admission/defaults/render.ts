@@ -7,6 +7,8 @@ import { applyDefaults } from './apply.js';
 import { applyServerFields, isClusterScoped } from './server-fields.js';
 import { isObject } from './util.js';
 import type { JsonObject } from './util.js';
+import { generatedNameBytes, goString } from '../names/index.js';
+import { PLACEHOLDERS } from './placeholders.js';
 import { goJson, toKubectlYaml } from './yaml.js';
 
 export const LAST_APPLIED = 'kubectl.kubernetes.io/last-applied-configuration';
@@ -24,6 +26,13 @@ export interface RenderOptions {
   /** metadata.uid; random by default, `false` to omit. */
   uid?: string | false;
   randomSuffix?: () => string;
+  /**
+   * Print placeholders (placeholders.ts) for what the API server allocates at random or
+   * from the clock: uid, creationTimestamp, generated suffixes, cluster IPs, node ports.
+   */
+  placeholders?: boolean;
+  /** Cluster-scoped custom resources (`group/Kind`), e.g. from the CRDs in the input. */
+  clusterScoped?: ReadonlySet<string>;
 }
 
 /** Parse YAML or JSON text into Kubernetes objects; `List` kinds are expanded like kubectl. */
@@ -53,10 +62,17 @@ export function parseObjects(text: string, file: string): JsonObject[] {
 }
 
 /** kubectl apply stores the object as sent (with its namespace) as JSON plus a newline. */
-export function withLastApplied(obj: JsonObject, namespace: string): JsonObject {
+export function withLastApplied(
+  obj: JsonObject,
+  namespace: string,
+  clusterScoped?: ReadonlySet<string>,
+): JsonObject {
   const out = structuredClone(obj);
   const meta = isObject(out.metadata) ? out.metadata : (out.metadata = {});
-  if (!isClusterScoped(String(out.apiVersion), String(out.kind)) && !meta.namespace) {
+  if (
+    !isClusterScoped(String(out.apiVersion), String(out.kind), clusterScoped) &&
+    !meta.namespace
+  ) {
     meta.namespace = namespace;
   }
   const annotations = isObject(meta.annotations) ? meta.annotations : {};
@@ -67,23 +83,54 @@ export function withLastApplied(obj: JsonObject, namespace: string): JsonObject 
   return out;
 }
 
+/** A generateName without a name: the name it will get, its 5 random characters a placeholder. */
+function withGeneratedName(obj: JsonObject): JsonObject {
+  const meta = isObject(obj.metadata) ? obj.metadata : undefined;
+  if (!meta || meta.name || typeof meta.generateName !== 'string' || !meta.generateName) return obj;
+  const name = goString(generatedNameBytes(meta.generateName, '')) + PLACEHOLDERS.random;
+  return { ...obj, metadata: { ...meta, name } };
+}
+
 /** One object through kubectl, defaulting, admission plugins and the registry. */
 export function renderObject(obj: JsonObject, options: RenderOptions): JsonObject {
-  const sent = options.lastApplied ? withLastApplied(obj, options.namespace) : obj;
+  const sent = options.lastApplied
+    ? withLastApplied(obj, options.namespace, options.clusterScoped)
+    : obj;
+  const p = options.placeholders === true;
+  if (p) obj = withGeneratedName(obj);
+  const randomSuffix = p ? () => PLACEHOLDERS.random : options.randomSuffix;
   const defaulted = applyDefaults(sent, {
     admissionPlugins: options.admissionPlugins,
-    ...(options.randomSuffix ? { randomSuffix: options.randomSuffix } : {}),
+    ...(randomSuffix ? { randomSuffix } : {}),
   });
   return applyServerFields(defaulted, {
     namespace: options.namespace,
+    ...(options.clusterScoped ? { clusterScoped: options.clusterScoped } : {}),
+    ...(p
+      ? { now: PLACEHOLDERS.now, uid: PLACEHOLDERS.allocated, allocated: PLACEHOLDERS.allocated }
+      : {}),
     ...(options.now ? { now: options.now } : {}),
     ...(options.uid !== undefined ? { uid: options.uid } : {}),
   });
 }
 
-/** The printed text for all objects: YAML documents joined by `---`, or 4-space JSON. */
+/**
+ * The printed text, as kubectl prints it: one object as itself, several as a `v1` `List`
+ * in JSON (YAML documents joined by `---`); JSON indented by 4 spaces.
+ */
 export function renderText(objects: JsonObject[], options: RenderOptions): string {
   const rendered = objects.map((o) => renderObject(o, options));
-  if (options.output === 'json') return rendered.map((o) => `${goJson(o, '    ')}\n`).join('');
-  return rendered.map((o) => toKubectlYaml(o)).join('---\n');
+  return printObjects(rendered, options.output);
+}
+
+/** kubectl's printer for one or more objects (`-o json` of several is a `List`). */
+export function printObjects(objects: JsonObject[], output: 'yaml' | 'json'): string {
+  if (output === 'json') {
+    const one =
+      objects.length === 1
+        ? objects[0]
+        : { apiVersion: 'v1', items: objects, kind: 'List', metadata: { resourceVersion: '' } };
+    return `${goJson(one, '    ')}\n`;
+  }
+  return objects.map((o) => toKubectlYaml(o)).join('---\n');
 }

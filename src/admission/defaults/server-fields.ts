@@ -8,12 +8,19 @@ import { child, isObject, isUnset, maybeChild, objectsIn, setDefault } from './u
 import type { JsonObject } from './util.js';
 
 export interface ServerFieldsOptions {
-  /** creationTimestamp; default now. */
-  now?: Date;
+  /** creationTimestamp; default now; a string is printed as it is (a placeholder). */
+  now?: Date | string;
+  /**
+   * Fill what the registry allocates (a Service's cluster IPs and node ports) with this
+   * placeholder; by default those fields are left out.
+   */
+  allocated?: string;
   /** metadata.uid; default a random UUID; `false` leaves it out. */
   uid?: string | false;
   /** Namespace for namespaced kinds without one; default `default`. */
   namespace?: string;
+  /** Cluster-scoped custom resources (`group/Kind`): they get no namespace. */
+  clusterScoped?: ReadonlySet<string>;
 }
 
 const clusterScoped = new Set([
@@ -39,10 +46,31 @@ const clusterScoped = new Set([
   'certificates.k8s.io/CertificateSigningRequest',
 ]);
 
-/** Whether objects of this apiVersion/kind live outside namespaces (unknown kinds: namespaced). */
-export function isClusterScoped(apiVersion: string, kind: string): boolean {
+/**
+ * Whether objects of this apiVersion/kind live outside namespaces: the built-in ones, and the
+ * `group/Kind`s in `custom` (custom resources whose CRD says `scope: Cluster`); any other
+ * kind is namespaced.
+ */
+export function isClusterScoped(
+  apiVersion: string,
+  kind: string,
+  custom: ReadonlySet<string> = new Set(),
+): boolean {
   const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
-  return clusterScoped.has(`${group}/${kind}`);
+  return clusterScoped.has(`${group}/${kind}`) || custom.has(`${group}/${kind}`);
+}
+
+/** The `group/Kind` of every cluster-scoped custom resource the CRDs among `objects` define. */
+export function clusterScopedKindsOf(objects: readonly JsonObject[]): Set<string> {
+  const kinds = new Set<string>();
+  for (const o of objects) {
+    if (o.kind !== 'CustomResourceDefinition' || !isObject(o.spec)) continue;
+    const names = isObject(o.spec.names) ? o.spec.names : {};
+    if (o.spec.scope === 'Cluster' && typeof names.kind === 'string') {
+      kinds.add(`${String(o.spec.group)}/${names.kind}`);
+    }
+  }
+  return kinds;
 }
 
 /** Kinds whose strategy sets `metadata.generation: 1` (custom resources do too). */
@@ -55,6 +83,10 @@ const withGeneration = new Set([
   'apps/DaemonSet',
   'batch/Job',
   'batch/CronJob',
+  'networking.k8s.io/Ingress',
+  'networking.k8s.io/NetworkPolicy',
+  'autoscaling/HorizontalPodAutoscaler',
+  'policy/PodDisruptionBudget',
 ]);
 
 /** Groups served by kube-apiserver itself; any other group is assumed to be a CRD. */
@@ -120,22 +152,46 @@ function jobSelector(obj: JsonObject, uid: string): void {
   if (!isObject(spec.selector)) {
     spec.selector = { matchLabels: { 'batch.kubernetes.io/controller-uid': uid } };
   }
+  // The Job's own labels default to its template's, the generated ones included.
+  const meta = child(obj, 'metadata');
+  if (!isObject(meta.labels) || Object.keys(meta.labels).length === 0) meta.labels = { ...labels };
 }
 
-function serviceFields(obj: JsonObject): void {
+/** The registry's allocations for a Service: cluster IPs and node ports, as placeholders. */
+function serviceFields(obj: JsonObject, options: ServerFieldsOptions): void {
   const spec = child(obj, 'spec');
+  const allocated = options.allocated;
   if (spec.type !== 'ExternalName') {
+    if (allocated !== undefined && (isUnset(spec.clusterIP) || spec.clusterIP === '')) {
+      spec.clusterIP = allocated;
+    }
     if (typeof spec.clusterIP === 'string' && spec.clusterIP !== '') {
       setDefault(spec, 'clusterIPs', [spec.clusterIP]);
     }
     setDefault(spec, 'ipFamilies', ['IPv4']);
     setDefault(spec, 'ipFamilyPolicy', 'SingleStack');
   }
+  const nodePorts =
+    spec.type === 'NodePort' ||
+    (spec.type === 'LoadBalancer' && spec.allocateLoadBalancerNodePorts !== false);
+  if (allocated !== undefined && nodePorts) {
+    for (const port of objectsIn(spec, 'ports')) {
+      if (isUnset(port.nodePort) || port.nodePort === 0) port.nodePort = allocated;
+    }
+  }
+  if (
+    allocated !== undefined &&
+    spec.type === 'LoadBalancer' &&
+    spec.externalTrafficPolicy === 'Local' &&
+    (isUnset(spec.healthCheckNodePort) || spec.healthCheckNodePort === 0)
+  ) {
+    spec.healthCheckNodePort = allocated;
+  }
   child(child(obj, 'status'), 'loadBalancer');
 }
 
 /** Per kind: status and other fields the registry fills in on create. */
-const statusOf: Record<string, (obj: JsonObject) => void> = {
+const statusOf: Record<string, (obj: JsonObject, options: ServerFieldsOptions) => void> = {
   '/Pod': (obj) => {
     const status = child(obj, 'status');
     setDefault(status, 'phase', 'Pending');
@@ -154,6 +210,9 @@ const statusOf: Record<string, (obj: JsonObject) => void> = {
     setDefault(status, 'replicas', 0);
   },
   'apps/DaemonSet': (obj) => {
+    // The controller's revision marker, set by the strategy on create.
+    const annotations = child(child(obj, 'metadata'), 'annotations');
+    annotations['deprecated.daemonset.template.generation'] = '1';
     const status = child(obj, 'status');
     for (const k of [
       'currentNumberScheduled',
@@ -168,6 +227,20 @@ const statusOf: Record<string, (obj: JsonObject) => void> = {
   'apps/Deployment': (obj) => void child(obj, 'status'),
   'batch/Job': (obj) => void child(obj, 'status'),
   'batch/CronJob': (obj) => void child(obj, 'status'),
+  'networking.k8s.io/Ingress': (obj) => void child(child(obj, 'status'), 'loadBalancer'),
+  'autoscaling/HorizontalPodAutoscaler': (obj) => {
+    const status = child(obj, 'status');
+    // v2's currentMetrics has no omitempty (null); v1 reports currentReplicas instead.
+    if (String(obj.apiVersion) === 'autoscaling/v1') setDefault(status, 'currentReplicas', 0);
+    else setDefault(status, 'currentMetrics', null);
+    setDefault(status, 'desiredReplicas', 0);
+  },
+  'policy/PodDisruptionBudget': (obj) => {
+    const status = child(obj, 'status');
+    for (const k of ['currentHealthy', 'desiredHealthy', 'disruptionsAllowed', 'expectedPods']) {
+      setDefault(status, k, 0);
+    }
+  },
 };
 
 /** Add the fields a create's response carries beyond defaults. Pure. */
@@ -178,14 +251,18 @@ export function applyServerFields<T>(obj: T, options: ServerFieldsOptions = {}):
   const group = apiVersion.includes('/') ? apiVersion.slice(0, apiVersion.indexOf('/')) : '';
   const key = `${group}/${String(out.kind)}`;
   const meta = child(out, 'metadata');
-  meta.creationTimestamp = rfc3339(options.now ?? new Date());
+  meta.creationTimestamp =
+    typeof options.now === 'string' ? options.now : rfc3339(options.now ?? new Date());
   const uid = options.uid === undefined ? randomUUID() : options.uid;
   if (uid !== false) meta.uid = uid;
   if (withGeneration.has(key) || !builtinGroups.has(group)) meta.generation = 1;
-  if (!clusterScoped.has(key) && isUnset(meta.namespace)) {
+  if (
+    !isClusterScoped(apiVersion, String(out.kind), options.clusterScoped) &&
+    isUnset(meta.namespace)
+  ) {
     meta.namespace = options.namespace ?? 'default';
   }
   if (key === 'batch/Job' && uid !== false) jobSelector(out, uid);
-  statusOf[key]?.(out);
+  statusOf[key]?.(out, options);
   return out;
 }

@@ -1,6 +1,6 @@
 // SetDefaults_Volume and the per-source defaults (pkg/apis/core/v1/defaults.go).
 import { defaultFieldRef, defaultPullPolicy } from './container.js';
-import { isUnset, maybeChild, objectsIn, setDefault } from './util.js';
+import { child, isUnset, maybeChild, objectsIn, setDefault } from './util.js';
 import type { JsonObject } from './util.js';
 
 const DEFAULT_MODE = 420; // 0644
@@ -33,6 +33,7 @@ export function defaultVolume(volume: JsonObject): void {
     defaultDownwardItems(maybeChild(source, 'downwardAPI'));
   }
   const template = maybeChild(maybeChild(volume, 'ephemeral') ?? {}, 'volumeClaimTemplate');
+  if (template) child(template, 'metadata'); // ObjectMeta is a struct: `metadata: {}`
   defaultPvcSpec(template && maybeChild(template, 'spec'));
   const image = maybeChild(volume, 'image');
   if (image) setDefault(image, 'pullPolicy', defaultPullPolicy(image.reference));

@@ -41,16 +41,28 @@ export function defaultDeployment(obj: JsonObject): void {
 export function defaultStatefulSet(obj: JsonObject): void {
   const spec = child(obj, 'spec');
   setDefault(spec, 'podManagementPolicy', 'OrderedReady');
+  // Only a strategy without a type gets `rollingUpdate: {}`; an explicit RollingUpdate
+  // without it stays bare (measured on v1.37.2). Then partition 0 and, with the
+  // MaxUnavailableStatefulSet gate on by default, maxUnavailable 1.
   const strategy = child(spec, 'updateStrategy');
-  setDefault(strategy, 'type', 'RollingUpdate');
-  if (strategy.type === 'RollingUpdate')
-    setDefault(child(strategy, 'rollingUpdate'), 'partition', 0);
+  if (isUnset(strategy.type)) {
+    strategy.type = 'RollingUpdate';
+    child(strategy, 'rollingUpdate');
+  }
+  const rolling = maybeChild(strategy, 'rollingUpdate');
+  if (strategy.type === 'RollingUpdate' && rolling) {
+    setDefault(rolling, 'partition', 0);
+    setDefault(rolling, 'maxUnavailable', 1);
+  }
   setDefault(spec, 'replicas', 1);
   setDefault(spec, 'revisionHistoryLimit', 10);
   const retention = child(spec, 'persistentVolumeClaimRetentionPolicy');
   setDefault(retention, 'whenDeleted', 'Retain');
   setDefault(retention, 'whenScaled', 'Retain');
   for (const claim of objectsIn(spec, 'volumeClaimTemplates')) {
+    // Claim templates are whole PersistentVolumeClaims: the API server fills in their type.
+    setDefault(claim, 'apiVersion', 'v1');
+    setDefault(claim, 'kind', 'PersistentVolumeClaim');
     defaultPvcSpec(child(claim, 'spec'));
     setDefault(child(claim, 'status'), 'phase', 'Pending');
   }
@@ -126,5 +138,6 @@ export function defaultCronJob(obj: JsonObject): void {
   setDefault(spec, 'successfulJobsHistoryLimit', 3);
   setDefault(spec, 'failedJobsHistoryLimit', 1);
   const jobTemplate = child(spec, 'jobTemplate');
+  child(jobTemplate, 'metadata'); // ObjectMeta is a struct: `metadata: {}`
   templateOf(child(jobTemplate, 'spec'));
 }

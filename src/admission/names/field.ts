@@ -44,14 +44,65 @@ function escapeOf(ch: string): string {
  * in one pass: appending char by char made a rope of one node per character (~32 bytes
  * each), 200 MB for a 6.5 MiB name.
  */
-export function goQuote(s: string): string {
-  return `"${s.replace(needsEscape, escapeOf)}"`;
+export function goQuote(s: string | Uint8Array): string {
+  if (typeof s === 'string') return `"${s.replace(needsEscape, escapeOf)}"`;
+  return `"${goRunes(s)
+    .map((r) =>
+      typeof r === 'number'
+        ? `\\x${r.toString(16).padStart(2, '0')}`
+        : r.replace(needsEscape, escapeOf),
+    )
+    .join('')}"`;
+}
+
+/**
+ * Bytes as Go's encoding/json writes them: each byte of invalid UTF-8 becomes U+FFFD (Node's
+ * decoder would merge a cut character into one).
+ */
+export function goString(bytes: Uint8Array): string {
+  return goRunes(bytes)
+    .map((r) => (typeof r === 'number' ? '\ufffd' : r))
+    .join('');
+}
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Go's view of bytes as runes: valid UTF-8 runs as text, each invalid byte as its number. */
+function goRunes(bytes: Uint8Array): (string | number)[] {
+  const out: (string | number)[] = [];
+  let start = 0;
+  let i = 0;
+  const flush = (end: number) => {
+    if (end > start) out.push(strictUtf8.decode(bytes.subarray(start, end)));
+  };
+  while (i < bytes.length) {
+    const lead = bytes[i] ?? 0;
+    const width = lead < 0x80 ? 1 : lead >= 0xf0 ? 4 : lead >= 0xe0 ? 3 : lead >= 0xc2 ? 2 : 0;
+    let valid = width > 0 && i + width <= bytes.length;
+    if (valid && width > 1) {
+      try {
+        strictUtf8.decode(bytes.subarray(i, i + width));
+      } catch {
+        valid = false;
+      }
+    }
+    if (valid) {
+      i += width;
+      continue;
+    }
+    flush(i);
+    out.push(lead);
+    i += 1;
+    start = i;
+  }
+  flush(i);
+  return out;
 }
 
 /** How field.Error prints a bad value: strings %q, numbers and booleans plain, the rest JSON. */
 export function formatBadValue(value: unknown): string {
   if (value === null || value === undefined) return 'null';
-  if (typeof value === 'string') return goQuote(value);
+  if (typeof value === 'string' || value instanceof Uint8Array) return goQuote(value);
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   return JSON.stringify(value);
 }
@@ -78,4 +129,21 @@ export function fieldErrorMessage(field: string, value: unknown, detail: string)
 export function typeErrorBody(field: string, value: unknown, expected: string): string {
   const found = goQuote(jsonType(value));
   return `Invalid value: ${found}: ${field} in body must be of type ${expected}: ${found}`;
+}
+
+const causeReasons: Record<FieldErrorType, string> = {
+  'Invalid value': 'FieldValueInvalid',
+  'Required value': 'FieldValueRequired',
+  'Unsupported value': 'FieldValueNotSupported',
+  Forbidden: 'FieldValueForbidden',
+  'Too long': 'FieldValueTooLong',
+  'Duplicate value': 'FieldValueDuplicate',
+  'Not found': 'FieldValueNotFound',
+  'Too many': 'FieldValueTooMany',
+  'Internal error': 'InternalError',
+};
+
+/** The Status cause `reason` of a field error type (`Required value` → `FieldValueRequired`). */
+export function causeReason(type: FieldErrorType): string {
+  return causeReasons[type];
 }

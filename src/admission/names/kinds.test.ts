@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { groupOf, podSpecReferences, ruleForKind, ruleForReference } from './kinds.js';
-import { validateObjectName } from './validate.js';
+import { validateObjectMeta, validateObjectName } from './validate.js';
 
 describe('ruleForKind', () => {
   it('maps the kinds named in the reference', () => {
@@ -57,5 +57,60 @@ describe('validateObjectName', () => {
     const errs = validateObjectName('', 'Service', 'Web-', { prefix: true });
     expect(errs.map((e) => e.field)).toEqual(['metadata.generateName']);
     expect(validateObjectName('', 'Service', 'web-', { prefix: true })).toEqual([]);
+  });
+});
+
+describe('validateObjectMeta (measured on v1.37.2)', () => {
+  const fields = (group: string, kind: string, meta: object) =>
+    validateObjectMeta(group, kind, meta, 'bcdfg').errors.map((e) => `${e.field}: ${e.detail}`);
+  it('an empty name without generateName is Required, for every kind', () => {
+    for (const [g, k] of [
+      ['', 'ConfigMap'],
+      ['policy', 'PodDisruptionBudget'],
+      ['rbac.authorization.k8s.io', 'Role'],
+    ] as const) {
+      const r = validateObjectMeta(g, k, { name: '', generateName: '' }, 'bcdfg');
+      expect(r.errors.map((e) => e.message)).toEqual([
+        'metadata.name: Required value: name or generateName is required',
+      ]);
+    }
+  });
+  it('judges the prefix, then the generated name', () => {
+    expect(fields('', 'ConfigMap', { generateName: 'a.' })).toEqual([
+      expect.stringMatching(/^metadata.generateName: a lowercase RFC 1123 subdomain/),
+    ]);
+    expect(fields('', 'Service', { generateName: 'A-' })).toEqual([
+      expect.stringMatching(/^metadata.name: a lowercase RFC 1123 label/),
+    ]);
+  });
+  it('cuts the base to 58 bytes: a fine CronJob prefix can give a name over 52', () => {
+    expect(fields('batch', 'CronJob', { generateName: 'a'.repeat(47) })).toEqual([]);
+    expect(fields('batch', 'CronJob', { generateName: 'a'.repeat(48) })).toEqual([
+      'metadata.name: must be no more than 52 characters',
+    ]);
+    const long = validateObjectMeta('', 'ConfigMap', { generateName: 'a'.repeat(250) }, 'bcdfg');
+    expect(long).toMatchObject({ name: `${'a'.repeat(58)}bcdfg`, generated: true, errors: [] });
+  });
+  it('RBAC refuses the prefixes . and ..; PDB only checks / and %', () => {
+    const rbac = 'rbac.authorization.k8s.io';
+    expect(fields(rbac, 'Role', { generateName: '..' })).toEqual([
+      "metadata.generateName: may not be '..'",
+    ]);
+    expect(fields('policy', 'PodDisruptionBudget', { generateName: '..' })).toEqual([]);
+    expect(fields('policy', 'PodDisruptionBudget', { generateName: 'a/' })).toEqual([
+      "metadata.generateName: may not contain '/'",
+      "metadata.name: may not contain '/'",
+    ]);
+  });
+  it('the generic path-segment check runs only after the kind passes', () => {
+    const tail = `${'a'.repeat(60)}/-`; // masked to a valid prefix, `/` cut from the name
+    expect(fields('', 'ConfigMap', { generateName: tail })).toEqual([
+      "metadata.generateName: may not contain '/'",
+    ]);
+  });
+  it('a cut inside a character is kept as Go bytes', () => {
+    const r = validateObjectMeta('', 'ConfigMap', { generateName: `${'a'.repeat(57)}日` }, 'bcdfg');
+    expect(r.name).toBe(`${'a'.repeat(57)}\ufffdbcdfg`);
+    expect(r.errors.at(-1)?.message).toContain(`"${'a'.repeat(57)}\\xe6bcdfg"`);
   });
 });

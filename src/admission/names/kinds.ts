@@ -8,10 +8,27 @@ export interface KindNameRule {
   maxLength?: number;
   /** Since 1.27 the API server warns (not denies) when this kind's name is not a DNS label. */
   warnsIfNotLabel?: 'pod' | 'workload';
+  /**
+   * How `metadata.generateName` is judged, besides the generated name (measured on v1.37.2):
+   * `prefix` (the default) with the rule's prefix form (trailing-dash masking; for path
+   * segments only `/` and `%`); `name` as if it were a name (RBAC's minimalNameRequirements
+   * ignores the prefix flag, so `.` and `..` are refused); `ignored`: only the generated name
+   * is checked (ReplicationController, validated declaratively). Whatever the mode, a create
+   * that passes the kind's validation then gets the generic path-segment check of both.
+   */
+  generateName?: 'prefix' | 'name' | 'ignored';
+  /**
+   * The name is copied into a label the API server validates as a label value: the field its
+   * errors are reported at, and whether a generated name is checked too.
+   */
+  nameLabel?: { field: string; generated: boolean };
+  /** Declaratively validated kinds say `must be no more than 253 bytes`. */
+  lengthUnit?: 'characters' | 'bytes';
 }
 
 const subdomain: KindNameRule = { rule: 'dns1123-subdomain' };
 const pathSegment: KindNameRule = { rule: 'path-segment' };
+const rbac: KindNameRule = { rule: 'path-segment', generateName: 'name' };
 
 /** Keyed by `<group>/<Kind>`, the core group being ''. */
 const table: Record<string, KindNameRule> = {
@@ -22,14 +39,23 @@ const table: Record<string, KindNameRule> = {
   // DNS-1035 until 1.33; RFC 1123 label once RelaxedServiceNameValidation is on (default
   // in the pinned v1.37.2, as the differential test against the real API server shows).
   '/Service': { rule: 'dns1123-label' },
-  '/Namespace': { rule: 'dns1123-label' },
+  // kubernetes.io/metadata.name=<name> is set before validation, not for generated names.
+  '/Namespace': {
+    rule: 'dns1123-label',
+    nameLabel: { field: 'metadata.labels', generated: false },
+  },
   '/Node': subdomain,
   '/Endpoints': subdomain,
   '/LimitRange': subdomain,
   '/ResourceQuota': subdomain,
   '/PersistentVolume': subdomain,
   '/PersistentVolumeClaim': subdomain,
-  '/ReplicationController': { rule: 'dns1123-subdomain', warnsIfNotLabel: 'workload' },
+  '/ReplicationController': {
+    rule: 'dns1123-subdomain',
+    warnsIfNotLabel: 'workload',
+    generateName: 'ignored',
+    lengthUnit: 'bytes',
+  },
   '/PodTemplate': subdomain,
   '/Event': pathSegment,
   'apps/Deployment': { rule: 'dns1123-subdomain', warnsIfNotLabel: 'workload' },
@@ -37,7 +63,12 @@ const table: Record<string, KindNameRule> = {
   'apps/DaemonSet': subdomain,
   'apps/ControllerRevision': subdomain,
   'apps/StatefulSet': { rule: 'dns1123-label' },
-  'batch/Job': { rule: 'dns1123-subdomain', warnsIfNotLabel: 'workload' },
+  // The job-name labels of the pod template carry the (generated) name.
+  'batch/Job': {
+    rule: 'dns1123-subdomain',
+    warnsIfNotLabel: 'workload',
+    nameLabel: { field: 'spec.template.labels', generated: true },
+  },
   'batch/CronJob': { rule: 'dns1123-subdomain', maxLength: 52, warnsIfNotLabel: 'workload' },
   'autoscaling/HorizontalPodAutoscaler': subdomain,
   'networking.k8s.io/Ingress': subdomain,
@@ -45,10 +76,10 @@ const table: Record<string, KindNameRule> = {
   'networking.k8s.io/NetworkPolicy': subdomain,
   'discovery.k8s.io/EndpointSlice': subdomain,
   'policy/PodDisruptionBudget': pathSegment,
-  'rbac.authorization.k8s.io/Role': pathSegment,
-  'rbac.authorization.k8s.io/ClusterRole': pathSegment,
-  'rbac.authorization.k8s.io/RoleBinding': pathSegment,
-  'rbac.authorization.k8s.io/ClusterRoleBinding': pathSegment,
+  'rbac.authorization.k8s.io/Role': rbac,
+  'rbac.authorization.k8s.io/ClusterRole': rbac,
+  'rbac.authorization.k8s.io/RoleBinding': rbac,
+  'rbac.authorization.k8s.io/ClusterRoleBinding': rbac,
   'certificates.k8s.io/CertificateSigningRequest': pathSegment,
   'events.k8s.io/Event': subdomain,
   'storage.k8s.io/StorageClass': subdomain,

@@ -42,13 +42,15 @@ const labelValueErrMsg =
   "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character";
 
 /** The UTF-8 bytes of `s`, one JS char per byte (Go's view of a string). */
-function bytesOf(s: string): string {
-  return Buffer.from(s, 'utf8').toString('latin1');
+function bytesOf(s: string | Uint8Array): string {
+  return (typeof s === 'string' ? Buffer.from(s, 'utf8') : Buffer.from(s)).toString('latin1');
 }
 
-function dns1123Label(b: string): string[] {
+type Unit = 'characters' | 'bytes';
+
+function dns1123Label(b: string, unit: Unit = 'characters'): string[] {
   const errs: string[] = [];
-  if (b.length > DNS1123_LABEL_MAX_LENGTH) errs.push(maxLenError(DNS1123_LABEL_MAX_LENGTH));
+  if (b.length > DNS1123_LABEL_MAX_LENGTH) errs.push(maxLenError(DNS1123_LABEL_MAX_LENGTH, unit));
   if (!dns1123LabelRe.test(b)) {
     // A valid subdomain that is not a label can only be wrong because of its dots.
     if (dns1123SubdomainRe.test(b)) errs.push('must not contain dots');
@@ -57,10 +59,10 @@ function dns1123Label(b: string): string[] {
   return errs;
 }
 
-function dns1123Subdomain(b: string): string[] {
+function dns1123Subdomain(b: string, unit: Unit = 'characters'): string[] {
   const errs: string[] = [];
   if (b.length > DNS1123_SUBDOMAIN_MAX_LENGTH) {
-    errs.push(maxLenError(DNS1123_SUBDOMAIN_MAX_LENGTH));
+    errs.push(maxLenError(DNS1123_SUBDOMAIN_MAX_LENGTH, unit));
   }
   if (!dns1123SubdomainRe.test(b)) {
     errs.push(regexError(dns1123SubdomainErrMsg, dns1123SubdomainFmt, 'example.com'));
@@ -150,15 +152,19 @@ export function maskTrailingDash(name: string): string {
 export interface ValidateNameOptions {
   /** The value is a `generateName` (apimachinery's `prefix=true`). */
   prefix?: boolean;
+  /** How the length error counts: `characters` (default) or `bytes` (declarative validation). */
+  unit?: 'characters' | 'bytes';
 }
 
 /**
  * Validate `name` with `rule` the way the API server does. Returns the detail messages, in
  * Kubernetes' order; an empty list means valid. Each message becomes one field error.
+ * Bytes are accepted for names Go holds as invalid UTF-8 (a generated name whose prefix was
+ * cut inside a character).
  */
 export function validateName(
   rule: NameRule,
-  name: string,
+  name: string | Uint8Array,
   options: ValidateNameOptions = {},
 ): string[] {
   const prefix = options.prefix === true;
@@ -167,13 +173,13 @@ export function validateName(
   const masked = prefix && b.length > 1 && b.endsWith('-') ? `${b.slice(0, -2)}a` : b;
   switch (rule) {
     case 'dns1123-subdomain':
-      return dns1123Subdomain(masked);
+      return dns1123Subdomain(masked, options.unit);
     case 'dns1123-label':
-      return dns1123Label(masked);
+      return dns1123Label(masked, options.unit);
     case 'dns1035-label':
       return dns1035Label(masked);
     case 'path-segment':
-      return pathSegment(name, prefix);
+      return pathSegment(b, prefix);
     case 'qualified-name':
       return qualifiedName(b, false);
     case 'label-key':
