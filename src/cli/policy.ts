@@ -1,0 +1,34 @@
+// `annex policy cel FILE...`: for each AdmissionPolicy, the ValidatingAdmissionPolicy and
+// binding the API server would enforce it with (YAML, ready for kubectl apply -f -), or
+// the reason it stays on annex's webhook (as a YAML comment, so the output still applies).
+import type { Command } from 'commander';
+import { stringify } from 'yaml';
+import { compileToCel } from '../policy/cel/index.js';
+import { loadPolicies } from './check.js';
+
+const yaml = (o: unknown) => stringify(o, { aliasDuplicateObjects: false, lineWidth: 0 });
+
+/** The YAML stream for the policies: generated objects, or one `# <policy>: <reason>` line each. */
+export function celYaml(files: readonly string[], annexNamespace?: string): string {
+  const docs: string[] = [];
+  for (const p of loadPolicies(files)) {
+    const r = compileToCel(p, annexNamespace ? { annexNamespace } : {});
+    if ('reason' in r) docs.push(`# AdmissionPolicy ${p.name} runs in the webhook: ${r.reason}\n`);
+    else docs.push(`# AdmissionPolicy ${p.name}\n${yaml(r.vap)}---\n${yaml(r.binding)}`);
+  }
+  return docs.join('---\n');
+}
+
+export function register(program: Command): void {
+  const policy = program.command('policy').description('AdmissionPolicy tools');
+  policy
+    .command('cel')
+    .description(
+      'print the ValidatingAdmissionPolicy + binding each AdmissionPolicy compiles to, or why it stays on the webhook',
+    )
+    .argument('<files...>', 'AdmissionPolicy files or folders, or - for stdin')
+    .option('--annex-namespace <namespace>', "annex's own namespace (never subject to policies)")
+    .action((files: string[], opts: { annexNamespace?: string }) => {
+      process.stdout.write(celYaml(files, opts.annexNamespace));
+    });
+}
