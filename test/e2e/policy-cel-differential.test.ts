@@ -21,10 +21,25 @@ import { expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { AdmissionRequest } from '../../src/admission/review.js';
 import type { KubeObject } from '../../src/apiserver/types.js';
-import { compileToCel, vapName } from '../../src/policy/cel/index.js';
+import { loadKubeconfig } from '../../src/kube/kubeconfig.js';
+import { KubeClient } from '../../src/kube/client.js';
+import {
+  celObjects,
+  compileToCel,
+  POLICY_LABEL,
+  syncCel,
+  vapName,
+  type CelObjects,
+} from '../../src/policy/cel/index.js';
 import { compilePolicy, type CompiledPolicy } from '../../src/policy/compile.js';
 import { evaluate } from '../../src/policy/evaluate.js';
-import { apiRequest, createNamespace, describeCluster, kubectlOk } from '../cluster/harness.js';
+import {
+  apiRequest,
+  createNamespace,
+  describeCluster,
+  kubectl,
+  kubectlOk,
+} from '../cluster/harness.js';
 
 const POLICIES = join(import.meta.dirname, '..', '..', 'policies');
 const demo = (f: string) => parse(readFileSync(join(POLICIES, f), 'utf8')) as Record<string, any>;
@@ -212,7 +227,7 @@ interface Case {
 
 describeCluster(
   'AdmissionPolicies compiled to ValidatingAdmissionPolicy vs the webhook path',
-  () => {
+  (cp) => {
     const sources = [
       ...[
         'workload-names.yaml',
@@ -333,8 +348,6 @@ describeCluster(
             : `HTTP ${r.status}: ${status.message}`;
           counts.denied++;
         }
-        if (process.env.CEL_DEBUG && server.includes(process.env.CEL_DEBUG))
-          console.log(`${c.compiled.name}\n S ${server}\n W ${webhook}`);
         if (server !== webhook) {
           mismatches.push(
             `${c.compiled.name} × ${o.metadata?.name}\n  server:  ${server}\n  webhook: ${webhook}`,
@@ -352,5 +365,120 @@ describeCluster(
       expect(counts.allowed).toBeGreaterThan(200);
       expect(counts.warned).toBeGreaterThan(20);
     }, 90_000);
+
+    it('what a native denial looks like: 422 Invalid by default (even unset), 403 only with reason Forbidden', async () => {
+      const src = demo('workload-names.yaml');
+      const seen: string[] = [];
+      for (const reason of ['Invalid', 'unset', 'Forbidden'] as const) {
+        const ns = await createNamespace(`celtext-${reason.toLowerCase()}`);
+        const compiled = compilePolicy({
+          ...src,
+          metadata: { name: `names-${reason.toLowerCase()}` },
+          spec: { ...src.spec, match: { ...src.spec.match, namespaces: [ns] } },
+        });
+        const cel = compileToCel(compiled) as CelObjects;
+        const validation = (cel.vap.spec as { validations: { reason?: string }[] }).validations[0]!;
+        expect(validation.reason).toBe('Invalid'); // what compileToCel generates
+        if (reason === 'unset') delete validation.reason;
+        else validation.reason = reason;
+        await kubectlOk(['apply', '-f', '-'], {
+          input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [cel.vap, cel.binding] }),
+        });
+        const create = ['-n', ns, 'create', 'deployment', 'web.front', '--image=nginx:1.27'];
+        const manifest = await kubectlOk([...create, '--dry-run=client', '-o', 'json']);
+        let k = await kubectl([...create, '--dry-run=server']);
+        for (let t = Date.now(); k.code === 0 && Date.now() - t < 20_000;) {
+          await new Promise((r) => setTimeout(r, 100));
+          k = await kubectl([...create, '--dry-run=server']);
+        }
+        const f = await kubectl(['-n', ns, 'create', '--dry-run=server', '-f', '-'], {
+          input: manifest,
+        });
+        const r = await apiRequest(
+          'POST',
+          `/apis/apps/v1/namespaces/${ns}/deployments?dryRun=All`,
+          {
+            body: JSON.parse(manifest),
+          },
+        );
+        const status = r.json() as { code: number; reason: string };
+        const last = (t: string) => t.trim().split('\n').at(-1);
+        seen.push(
+          `${reason}: ${status.code} ${status.reason}\n  create deployment: ${last(k.stderr)}\n  create -f: ${last(f.stderr)}`,
+        );
+      }
+      console.log(`native denials as measured:\n${seen.join('\n')}`);
+      const own =
+        'denied request: metadata.name: Invalid value: "web.front": must not contain dots';
+      const by = (r: string) =>
+        `ValidatingAdmissionPolicy 'annex-names-${r}' with binding 'annex-names-${r}-binding' ${own}`;
+      expect(seen).toEqual(
+        (['invalid', 'unset'] as const)
+          .map(
+            (r) =>
+              `${r === 'invalid' ? 'Invalid' : 'unset'}: 422 Invalid\n  create deployment: error: failed to create deployment: deployments.apps "web.front" is forbidden: ${by(r)}\n  create -f: The deployments "web.front" is invalid: : ${by(r)}`,
+          )
+          .concat(
+            `Forbidden: 403 Forbidden\n  create deployment: error: failed to create deployment: deployments.apps "web.front" is forbidden: ${by('forbidden')}\n  create -f: Error from server (Forbidden): error when creating "STDIN": deployments.apps "web.front" is forbidden: ${by('forbidden')}`,
+          ),
+      );
+      // The webhook's 422 for the same object, as kubectl prints it (src/cli/check.ts' text).
+      const e = evaluate(
+        [compilePolicy(src)],
+        request(
+          {
+            apiVersion: 'apps/v1',
+            kind: 'Deployment',
+            metadata: { name: 'web.front' },
+          } as KubeObject,
+          'default',
+        ),
+      );
+      expect(e.status?.message).toBe(
+        'Deployment.apps "web.front" is invalid: metadata.name: Invalid value: "web.front": must not contain dots',
+      );
+      console.log(`webhook (422 Invalid): ${e.status?.message}`);
+    });
+
+    it('syncCel keeps the generated objects equal to the policy set (apply, then delete)', async () => {
+      const client = new KubeClient(loadKubeconfig(cp.adminKubeconfig));
+      const names = async () =>
+        (
+          await kubectlOk([
+            'get',
+            'validatingadmissionpolicies,validatingadmissionpolicybindings',
+            '-l',
+            POLICY_LABEL,
+            '-o',
+            'name',
+          ])
+        )
+          .split('\n')
+          .filter((l) => l)
+          .sort();
+      const all = sources.map((s) => compilePolicy(s));
+      await syncCel(client, celObjects(all));
+      const applied = await names();
+      expect(applied).toContain(
+        'validatingadmissionpolicy.admissionregistration.k8s.io/annex-workload-names',
+      );
+      expect(applied).toContain(
+        'validatingadmissionpolicybinding.admissionregistration.k8s.io/annex-app-name-label-binding',
+      );
+      expect(applied.some((n) => n.endsWith('/annex-pinned-images'))).toBe(false);
+      const managers = await kubectlOk([
+        'get',
+        'validatingadmissionpolicy',
+        'annex-workload-names',
+        '-o',
+        'jsonpath={.metadata.managedFields[*].manager}',
+      ]);
+      expect(managers.split(' ')).toContain('annex');
+      await syncCel(client, celObjects(all.filter((p) => p.name === 'workload-names')));
+      expect((await names()).filter((n) => n.includes('app-name-label'))).toEqual([]);
+      await syncCel(client, new Map());
+      expect(await names()).toEqual([]);
+      client.close();
+    });
   },
 );
