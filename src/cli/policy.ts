@@ -1,5 +1,5 @@
-// `annex policy cel FILE...`: for each AdmissionPolicy, the ValidatingAdmissionPolicy and
-// binding the API server would enforce it with (YAML, ready for kubectl apply -f -), or
+// `annex policy cel FILE...`: for each AdmissionPolicy, the Validating/MutatingAdmissionPolicy
+// and binding the API server would enforce it with (YAML, ready for kubectl apply -f -), or
 // the reason it stays on annex's webhook (as a YAML comment, so the output still applies).
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
@@ -14,7 +14,10 @@ export function celYaml(files: readonly string[], annexNamespace?: string): stri
   for (const p of loadPolicies(files)) {
     const r = compileToCel(p, annexNamespace ? { annexNamespace } : {});
     if ('reason' in r) docs.push(`# AdmissionPolicy ${p.name} runs in the webhook: ${r.reason}\n`);
-    else docs.push(`# AdmissionPolicy ${p.name}\n${yaml(r.vap)}---\n${yaml(r.binding)}`);
+    else {
+      const objects = [r.vap, r.binding, r.map, r.mapBinding].filter((o) => o !== undefined);
+      docs.push(`# AdmissionPolicy ${p.name}\n${objects.map(yaml).join('---\n')}`);
+    }
   }
   return docs.join('---\n');
 }

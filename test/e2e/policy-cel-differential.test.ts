@@ -97,6 +97,33 @@ const VARIANTS = [
       { name: 'strategy', path: '$.spec.strategy.type', schema: { const: 'RollingUpdate' } },
     ],
   }),
+  policy('requests-cel', {
+    match: { kinds: ['apps/Deployment'], operations: ['CREATE'] },
+    mutate: [
+      {
+        name: 'requests',
+        path: '$.spec.template.spec.containers[*]',
+        setIfAbsent: { resources: { requests: { cpu: '100m', memory: '128Mi' } } },
+      },
+      {
+        name: 'init-requests',
+        path: '$.spec.template.spec.initContainers[*]',
+        setIfAbsent: { resources: { requests: { cpu: '50m' } } },
+      },
+      {
+        name: 'team',
+        path: '$.metadata',
+        setIfAbsent: { labels: { team: 'unknown' }, annotations: { owner: 'nobody' } },
+      },
+    ],
+    validate: [
+      {
+        name: 'owner',
+        path: '$.metadata.annotations.owner',
+        schema: { type: 'string', pattern: '^[a-z]+$' },
+      },
+    ],
+  }),
   policy('label-names', {
     validate: [
       { name: 'label-values', path: '$.metadata.labels[*]', nameRule: 'dns1035Label' },
@@ -151,6 +178,7 @@ function corpus(n: number): KubeObject[] {
     const labels: Record<string, string> = { app: `w${i}` };
     if (rand(2)) labels['app.kubernetes.io/name'] = pick(values);
     if (rand(3) === 0) labels.tier = pick(values);
+    if (rand(4) === 0) labels.team = pick(values);
     const ann: Record<string, string> = {};
     for (const k of ['team', 'host', 'owner']) if (rand(2)) ann[k] = pick(annotations);
     const container = (j: number) => {
@@ -161,6 +189,13 @@ function corpus(n: number): KubeObject[] {
         }));
       }
       if (rand(4) === 0) c.securityContext = { privileged: rand(2) === 0 };
+      if (rand(3) === 0) {
+        c.resources = pick([
+          { requests: { cpu: '250m' } },
+          { limits: { memory: '1Gi' } },
+          { requests: { cpu: '1', memory: '64Mi' } },
+        ]);
+      }
       return c;
     };
     const spec: Record<string, unknown> = {
@@ -197,6 +232,26 @@ const request = (o: KubeObject, namespace: string): AdmissionRequest => ({
   operation: 'CREATE',
   object: { ...o, metadata: { ...o.metadata, namespace } },
 });
+
+/** JSON with sorted keys: the API server's order is its structs', the webhook's is insertion. */
+const canonical = (v: unknown): string =>
+  JSON.stringify(v, (_, x: unknown) =>
+    x && typeof x === 'object' && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : x,
+  );
+
+/** The fields mutate rules change, as JSON (for comparing objects). */
+const changed = (o: KubeObject) => {
+  const spec = (o as unknown as { spec: { template: { spec: Record<string, unknown> } } }).spec
+    .template.spec;
+  return canonical([
+    o.metadata?.labels,
+    o.metadata?.annotations,
+    spec.containers,
+    spec.initContainers,
+  ]);
+};
 
 /** One message the way denyInvalid joins causes: `a`, or `[a, b]`. */
 const joined = (xs: string[]) => (xs.length === 1 ? xs[0]! : `[${xs.join(', ')}]`);
@@ -259,7 +314,7 @@ describeCluster(
         });
         const cel = compileToCel(compiled);
         if ('reason' in cel) throw new Error(cel.reason);
-        objects.push(cel.vap, cel.binding);
+        objects.push(...[cel.vap, cel.binding, cel.map, cel.mapBinding].filter((o) => o));
         cases.push({ compiled, ns });
       }
       // Demo policies that compile, and the rest (which stay on the webhook) named.
@@ -323,7 +378,7 @@ describeCluster(
       }
 
       const mismatches: string[] = [];
-      const counts = { requests: 0, denied: 0, warned: 0, allowed: 0 };
+      const counts = { requests: 0, denied: 0, warned: 0, allowed: 0, mutated: 0 };
       const codes = new Set<string>();
       const work = cases.flatMap((c) => defaulted.map((o) => ({ c, o })));
       await pool(work, async ({ c, o }) => {
@@ -336,7 +391,13 @@ describeCluster(
         let server: string;
         if (r.status === 201) {
           const w = vapWarnings(r.headers.warning);
-          server = `allowed${w.length ? ` warn ${w.join(' | ')}` : ''}`;
+          // What mutations made of the object: the fields the policies touch.
+          if (e.mutated) counts.mutated++;
+          const theirs = changed(r.json() as KubeObject);
+          const ours = changed(e.mutated ?? o);
+          server = `allowed${w.length ? ` warn ${w.join(' | ')}` : ''}${theirs === ours ? '' : ` as ${theirs}`}`;
+          if (theirs !== ours)
+            mismatches.push(`${c.compiled.name} × ${o.metadata?.name}: webhook's object ${ours}`);
           counts[w.length ? 'warned' : 'allowed']++;
         } else {
           const status = r.json() as { code: number; reason: string; message: string };
@@ -357,13 +418,14 @@ describeCluster(
       agent.destroy();
       console.log(
         `policy CEL differential: ${defaulted.length} objects × ${cases.length} policies = ${counts.requests} requests ` +
-          `(${counts.denied} denied, ${counts.warned} warned, ${counts.allowed} allowed; ${refused} corpus objects refused by built-in validation), ` +
+          `(${counts.denied} denied, ${counts.warned} warned, ${counts.allowed} allowed, ${counts.mutated} of them mutated; ${refused} corpus objects refused by built-in validation), ` +
           `${mismatches.length} mismatches; native denials: ${[...codes].join(', ')}; on the webhook: ${skipped.join('; ')}`,
       );
       expect(mismatches.slice(0, 5).join('\n')).toBe('');
       expect(counts.denied).toBeGreaterThan(200);
       expect(counts.allowed).toBeGreaterThan(200);
       expect(counts.warned).toBeGreaterThan(20);
+      expect(counts.mutated).toBeGreaterThan(50);
     }, 90_000);
 
     it('what a native denial looks like: 422 Invalid by default (even unset), 403 only with reason Forbidden', async () => {
@@ -377,7 +439,8 @@ describeCluster(
           spec: { ...src.spec, match: { ...src.spec.match, namespaces: [ns] } },
         });
         const cel = compileToCel(compiled) as CelObjects;
-        const validation = (cel.vap.spec as { validations: { reason?: string }[] }).validations[0]!;
+        const validation = (cel.vap!.spec as { validations: { reason?: string }[] })
+          .validations[0]!;
         expect(validation.reason).toBe('Invalid'); // what compileToCel generates
         if (reason === 'unset') delete validation.reason;
         else validation.reason = reason;

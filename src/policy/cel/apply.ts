@@ -1,4 +1,4 @@
-// Keeps the cluster's generated ValidatingAdmissionPolicies and bindings equal to what the
+// Keeps the cluster's generated Validating/MutatingAdmissionPolicies and bindings equal to what the
 // policy set compiles to: server-side apply (field manager `annex`) of each, then delete
 // of every annex-labelled one no policy produces any more. The live feature calls
 // syncCel(client, policies) after each change of its policy set and evaluates in its
@@ -17,7 +17,10 @@ const BASE = `/apis/${VAP_API_VERSION}`;
 const PLURAL = {
   ValidatingAdmissionPolicy: 'validatingadmissionpolicies',
   ValidatingAdmissionPolicyBinding: 'validatingadmissionpolicybindings',
+  MutatingAdmissionPolicy: 'mutatingadmissionpolicies',
+  MutatingAdmissionPolicyBinding: 'mutatingadmissionpolicybindings',
 } as const;
+type Kind = keyof typeof PLURAL;
 
 /** The generated objects of every policy that compiles, by policy name. */
 export function celObjects(
@@ -50,8 +53,10 @@ export async function syncCel(
   native: ReadonlyMap<string, CelObjects>,
 ): Promise<void> {
   const want = new Set<string>();
-  for (const { vap, binding } of native.values()) {
-    for (const o of [vap, binding] as unknown as (Named & { kind: keyof typeof PLURAL })[]) {
+  for (const { vap, binding, map, mapBinding } of native.values()) {
+    // A policy before its binding.
+    const objects = [vap, binding, map, mapBinding].filter((o) => o !== undefined);
+    for (const o of objects as unknown as (Named & { kind: Kind })[]) {
       want.add(`${o.kind}/${o.metadata.name}`);
       await client.patch(`${BASE}/${PLURAL[o.kind]}/${o.metadata.name}`, o, 'apply', {
         fieldManager: 'annex',
@@ -60,7 +65,13 @@ export async function syncCel(
     }
   }
   // Bindings first, so a policy is never left bound to nothing being deleted.
-  for (const kind of ['ValidatingAdmissionPolicyBinding', 'ValidatingAdmissionPolicy'] as const) {
+  const kinds: Kind[] = [
+    'ValidatingAdmissionPolicyBinding',
+    'ValidatingAdmissionPolicy',
+    'MutatingAdmissionPolicyBinding',
+    'MutatingAdmissionPolicy',
+  ];
+  for (const kind of kinds) {
     const list = await client.list<Named>(`${BASE}/${PLURAL[kind]}`, {
       labelSelector: POLICY_LABEL,
     });

@@ -97,6 +97,50 @@ describe('compileToCel: the generated objects', () => {
   });
 });
 
+describe('compileToCel: mutate rules → MutatingAdmissionPolicy', () => {
+  it('setIfAbsent: JSONPatch add ops, CREATE/UPDATE only, a binding', () => {
+    const out = compileToCel(
+      policy({
+        match: { kinds: ['apps/Deployment'], operations: ['CREATE', 'DELETE', 'UPDATE'] },
+        mutate: [
+          {
+            name: 'requests',
+            path: '$.spec.template.spec.containers[*]',
+            setIfAbsent: { resources: { requests: { cpu: '100m' } } },
+          },
+        ],
+      }),
+    ) as CelObjects;
+    expect(out.vap).toBeUndefined();
+    const map = out.map as any;
+    expect(map.kind).toBe('MutatingAdmissionPolicy');
+    expect(map.spec.reinvocationPolicy).toBe('Never');
+    expect(map.spec.matchConstraints.resourceRules[0].operations).toEqual(['CREATE', 'UPDATE']);
+    expect(map.spec.mutations[0].patchType).toBe('JSONPatch');
+    const expr = map.spec.mutations[0].jsonPatch.expression as string;
+    expect(expr).toContain("JSONPatch{op: 'add', path: ");
+    expect(expr).toContain('value: {"requests": {"cpu": "100m"}}');
+    expect(out.mapBinding).toMatchObject({
+      kind: 'MutatingAdmissionPolicyBinding',
+      spec: { policyName: 'annex-p' },
+    });
+  });
+
+  it('what stays on the webhook', () => {
+    const reason = (m: Record<string, unknown>) =>
+      (compileToCel(policy({ mutate: [{ name: 'm', ...m }] })) as { reason: string }).reason;
+    expect(reason({ path: '$.spec.template', podTemplateDefaults: true })).toBe(
+      'mutate rule "m" runs in the webhook: podTemplateDefaults (the API server\'s pod-template defaults) have no CEL form',
+    );
+    expect(reason({ path: '$..containers[*]', setIfAbsent: { a: 1 } })).toContain(
+      'recursive descent (..)',
+    );
+    expect(reason({ path: '$.metadata', setIfAbsent: { labels: { a: null } } })).toContain(
+      'no CEL literal',
+    );
+  });
+});
+
 describe('compileToCel: what stays on the webhook ({ reason })', () => {
   it.each([
     [{ path: '$..name', nameRule: 'dns1123Label' }, 'recursive descent (..)'],

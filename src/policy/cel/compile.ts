@@ -1,5 +1,6 @@
 // A CompiledPolicy → a ValidatingAdmissionPolicy + ValidatingAdmissionPolicyBinding
-// (admissionregistration.k8s.io/v1) that the API server enforces in-process with the
+// (admissionregistration.k8s.io/v1) for its validate rules, and a MutatingAdmissionPolicy
+// + binding for its mutate rules, that the API server enforces in-process with the
 // webhook path's verdicts and messages, or the reason it cannot (the policy then stays on
 // the webhook). Pure: no kube calls; applying the objects is apply.ts'.
 //
@@ -10,7 +11,9 @@
 // server's `denied request: ` is the webhook's text after `<Kind> "<name>" is invalid: `.
 //
 // The translatable subset (anything else → { reason }):
-// - validate rules only (a policy with mutate rules stays on the webhook whole);
+// - validate rules; mutate rules with setIfAbsent (→ a MutatingAdmissionPolicy of
+//   JSONPatch `add` ops for each absent field, mutate.ts), `[*]` over lists only;
+//   a policy is native only when all its rules are;
 // - paths: `$` then `.field`, `['key']`, `[*]`/`.*` steps (rules.ts parsePath);
 // - nameRule dns1123Label, dns1123Subdomain, dns1035Label, labelValue (CEL's
 //   format library, same texts on v1.37.2); required; forbidden;
@@ -23,6 +26,7 @@ import type { RuleWithOperations } from '../../admission/webhook.js';
 import type { LabelSelectorSpec } from '../../admission/webhook.js';
 import type { CompiledMatch, CompiledPolicy } from '../compile.js';
 import { DEFAULT_ANNEX_NAMESPACE } from '../match.js';
+import { mutateRuleToCel } from './mutate.js';
 import { ruleToCel } from './rules.js';
 
 export const VAP_API_VERSION = 'admissionregistration.k8s.io/v1';
@@ -30,9 +34,12 @@ export const VAP_API_VERSION = 'admissionregistration.k8s.io/v1';
 export const POLICY_LABEL = 'policy.annex.dev/policy';
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'annex' };
 
+/** What a policy compiles to: a VAP + binding for its validate rules, a MAP + binding for its mutate rules. */
 export interface CelObjects {
-  vap: Record<string, unknown>;
-  binding: Record<string, unknown>;
+  vap?: Record<string, unknown>;
+  binding?: Record<string, unknown>;
+  map?: Record<string, unknown>;
+  mapBinding?: Record<string, unknown>;
 }
 
 export interface CelOptions {
@@ -118,23 +125,10 @@ function matchConstraints(
 
 const labels = (policy: string) => ({ ...MANAGED_BY, [POLICY_LABEL]: policy });
 
-/** The VAP + binding enforcing `policy`, or why it must stay on the webhook. */
-export function compileToCel(
+/** The validations: one variable per rule, their concatenation, one validation. */
+function validationsOf(
   policy: CompiledPolicy,
-  opts: CelOptions = {},
-): CelObjects | { reason: string } {
-  if (policy.mutate.length) {
-    return {
-      reason: `mutate rule "${policy.mutate[0]!.name}" runs in the webhook: mutations are not compiled to MutatingAdmissionPolicy yet`,
-    };
-  }
-  if (policy.validate.length === 0) return { reason: 'the policy has no validate rules' };
-  if (policy.actions.includes('Deny') && policy.actions.includes('Warn')) {
-    return {
-      reason:
-        'actions Deny and Warn together: a ValidatingAdmissionPolicyBinding refuses that pair',
-    };
-  }
+): { variables: { name: string; expression: string }[] } | { reason: string } {
   const paths = new Set<string>();
   const variables: { name: string; expression: string }[] = [
     // A DELETE has only the old object; the webhook validates that.
@@ -154,34 +148,111 @@ export function compileToCel(
   }
   const ruleVars = policy.validate.map((_, i) => `variables.rule${i}`);
   variables.push({ name: 'causes', expression: ruleVars.join(' + ') });
-  const constraints = matchConstraints(policy, opts.annexNamespace ?? DEFAULT_ANNEX_NAMESPACE);
-  if (typeof constraints.reason === 'string') return { reason: constraints.reason };
+  return { variables };
+}
+
+/** The mutations, in rule order (as evaluate.ts applies them). */
+function mutationsOf(policy: CompiledPolicy): { mutations: unknown[] } | { reason: string } {
+  const mutations: unknown[] = [];
+  for (const rule of policy.mutate) {
+    const r = mutateRuleToCel(rule, 'object');
+    if ('reason' in r)
+      return { reason: `mutate rule "${rule.name}" runs in the webhook: ${r.reason}` };
+    mutations.push({ patchType: 'JSONPatch', jsonPatch: { expression: r.cel } });
+  }
+  return { mutations };
+}
+
+/** A MutatingAdmissionPolicy mutates creates and updates only; so does the webhook path. */
+function mutatingRules(rules: unknown): unknown[] {
+  return (rules as { operations: string[] }[])
+    .map((r) => ({
+      ...r,
+      operations: r.operations.includes('*')
+        ? ['CREATE', 'UPDATE']
+        : r.operations.filter((o) => o === 'CREATE' || o === 'UPDATE'),
+    }))
+    .filter((r) => r.operations.length > 0);
+}
+
+/** The objects enforcing `policy` in the API server, or why it must stay on the webhook. */
+export function compileToCel(
+  policy: CompiledPolicy,
+  opts: CelOptions = {},
+): CelObjects | { reason: string } {
+  if (policy.validate.length === 0 && policy.mutate.length === 0) {
+    return { reason: 'the policy has no rules' };
+  }
+  if (policy.actions.includes('Deny') && policy.actions.includes('Warn')) {
+    return {
+      reason:
+        'actions Deny and Warn together: a ValidatingAdmissionPolicyBinding refuses that pair',
+    };
+  }
+  const validations = validationsOf(policy);
+  if ('reason' in validations) return validations;
+  const mutations = mutationsOf(policy);
+  if ('reason' in mutations) return mutations;
+  const matched = matchConstraints(policy, opts.annexNamespace ?? DEFAULT_ANNEX_NAMESPACE);
+  if (typeof matched.reason === 'string') return { reason: matched.reason };
+  const constraints = matched as Record<string, unknown>;
   const name = vapName(policy.name);
-  const vap = {
-    apiVersion: VAP_API_VERSION,
-    kind: 'ValidatingAdmissionPolicy',
-    metadata: { name, labels: labels(policy.name) },
-    spec: {
-      failurePolicy: policy.failurePolicy,
-      matchConstraints: constraints,
-      variables,
-      validations: [
-        {
-          expression: 'size(variables.causes) == 0',
-          messageExpression:
-            "size(variables.causes) == 1 ? variables.causes[0] : '[' + variables.causes.join(', ') + ']'",
-          reason: 'Invalid',
+  const metadata = (n: string) => ({ name: n, labels: labels(policy.name) });
+  const out: CelObjects = {};
+  if (policy.validate.length) {
+    out.vap = {
+      apiVersion: VAP_API_VERSION,
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: metadata(name),
+      spec: {
+        failurePolicy: policy.failurePolicy,
+        matchConstraints: constraints,
+        variables: validations.variables,
+        validations: [
+          {
+            expression: 'size(variables.causes) == 0',
+            messageExpression:
+              "size(variables.causes) == 1 ? variables.causes[0] : '[' + variables.causes.join(', ') + ']'",
+            reason: 'Invalid',
+          },
+        ],
+      },
+    };
+    out.binding = {
+      apiVersion: VAP_API_VERSION,
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: metadata(bindingName(policy.name)),
+      spec: { policyName: name, validationActions: [...policy.actions] },
+    };
+  }
+  if (policy.mutate.length) {
+    const rules = mutatingRules(constraints.resourceRules);
+    if (rules.length === 0) return { reason: 'mutate rules on no CREATE or UPDATE' };
+    out.map = {
+      apiVersion: VAP_API_VERSION,
+      kind: 'MutatingAdmissionPolicy',
+      metadata: metadata(name),
+      spec: {
+        failurePolicy: policy.failurePolicy,
+        reinvocationPolicy: 'Never',
+        matchConstraints: {
+          ...constraints,
+          resourceRules: rules,
+          ...(constraints.excludeResourceRules
+            ? { excludeResourceRules: mutatingRules(constraints.excludeResourceRules) }
+            : {}),
         },
-      ],
-    },
-  };
-  const binding = {
-    apiVersion: VAP_API_VERSION,
-    kind: 'ValidatingAdmissionPolicyBinding',
-    metadata: { name: bindingName(policy.name), labels: labels(policy.name) },
-    spec: { policyName: name, validationActions: [...policy.actions] },
-  };
-  return { vap, binding };
+        mutations: mutations.mutations,
+      },
+    };
+    out.mapBinding = {
+      apiVersion: VAP_API_VERSION,
+      kind: 'MutatingAdmissionPolicyBinding',
+      metadata: metadata(bindingName(policy.name)),
+      spec: { policyName: name },
+    };
+  }
+  return out;
 }
 
 /** What the live side puts in the AdmissionPolicy's status: who enforces it, and why. */

@@ -55,7 +55,7 @@ export function parsePath(path: string): Step[] | { reason: string } {
 }
 
 /** CEL for `e`'s field `name`, and the guard that it is there. */
-function member(e: string, name: string): { get: string; has: string } {
+export function member(e: string, name: string): { get: string; has: string } {
   if (IDENTIFIER.test(name)) {
     const n = RESERVED.has(name) ? `__${name}__` : name;
     return { get: `${e}.${n}`, has: `has(${e}.${n})` };
