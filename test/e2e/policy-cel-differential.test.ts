@@ -127,6 +127,8 @@ const VARIANTS = [
   policy('label-names', {
     validate: [
       { name: 'label-values', path: '$.metadata.labels[*]', nameRule: 'dns1035Label' },
+      // A map key that is a CEL keyword.
+      { name: 'no-namespace-label', path: '$.metadata.labels.namespace', forbidden: true },
       { name: 'team', path: "$.metadata.annotations['team']", nameRule: 'labelValue' },
       { name: 'subdomain', path: "$.metadata.annotations['host']", nameRule: 'dns1123Subdomain' },
       {
@@ -179,6 +181,7 @@ function corpus(n: number): KubeObject[] {
     if (rand(2)) labels['app.kubernetes.io/name'] = pick(values);
     if (rand(3) === 0) labels.tier = pick(values);
     if (rand(4) === 0) labels.team = pick(values);
+    if (rand(5) === 0) labels.namespace = pick(values);
     const ann: Record<string, string> = {};
     for (const k of ['team', 'host', 'owner']) if (rand(2)) ann[k] = pick(annotations);
     const container = (j: number) => {

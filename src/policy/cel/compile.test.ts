@@ -85,6 +85,22 @@ describe('compileToCel: the generated objects', () => {
     expect((out.binding as any).spec.validationActions).toEqual(['Warn', 'Audit']);
   });
 
+  it('map entries are indexed, object fields named as Kubernetes escapes keywords', () => {
+    const out = compileToCel(
+      policy({
+        validate: [
+          { name: 'a', path: '$.metadata.labels.namespace', required: true },
+          { name: 'b', path: '$.metadata.namespace', required: true },
+        ],
+      }),
+    ) as CelObjects;
+    const [, a, b] = (out.vap as any).spec.variables.map(
+      (v: { expression: string }) => v.expression,
+    );
+    expect(a).toContain('"namespace" in variables.target.metadata.labels');
+    expect(b).toContain('has(variables.target.metadata.__namespace__)');
+  });
+
   it('celStatus: who enforces a policy, and why', () => {
     expect(celStatus(demo('workload-names.yaml'))).toEqual({
       enforcedBy: 'ValidatingAdmissionPolicy',
@@ -134,6 +150,9 @@ describe('compileToCel: mutate rules → MutatingAdmissionPolicy', () => {
     );
     expect(reason({ path: '$..containers[*]', setIfAbsent: { a: 1 } })).toContain(
       'recursive descent (..)',
+    );
+    expect(reason({ path: '$.metadata.labels[*]', setIfAbsent: { a: 1 } })).toContain(
+      '[*] over a map',
     );
     expect(reason({ path: '$.metadata', setIfAbsent: { labels: { a: null } } })).toContain(
       'no CEL literal',

@@ -4,7 +4,7 @@
 // overwritten. Or the reason the rule has no CEL form (pod-template defaults, paths
 // outside the subset of rules.ts, defaults that are not JSON).
 import type { CompiledMutateRule } from '../compile.js';
-import { isRecord } from '../paths.js';
+import { isRecord, MAP_FIELDS } from '../paths.js';
 import { lit, member, parsePath, type Step } from './rules.js';
 
 /** A JSON value as a CEL literal (maps, lists, strings, numbers, booleans). */
@@ -35,12 +35,17 @@ const pointerCel = (p: Pointer) =>
   p.map((x) => (typeof x === 'string' ? lit(x) : x.cel)).join(' + ') || "''";
 
 /** The patch ops adding what `defaults` has and the object `e` (at `ptr`) lacks. */
-function absentOps(e: string, ptr: Pointer, defaults: Record<string, unknown>): string {
+function absentOps(
+  e: string,
+  ptr: Pointer,
+  defaults: Record<string, unknown>,
+  previous?: string,
+): string {
   const parts = Object.entries(defaults).map(([k, v]) => {
-    const m = member(e, k);
+    const m = member(e, k, previous);
     const at: Pointer = [...ptr, `/${escape(k)}`];
     const add = `[JSONPatch{op: 'add', path: ${pointerCel(at)}, value: ${literal(v)}}]`;
-    const present = isRecord(v) ? absentOps(m.get, at, v) : '[]';
+    const present = isRecord(v) ? absentOps(m.get, at, v, k) : '[]';
     return `(${m.has} ? ${present} : ${add})`;
   });
   return parts.join(' + ') || '[]';
@@ -49,15 +54,15 @@ function absentOps(e: string, ptr: Pointer, defaults: Record<string, unknown>): 
 function overMatches(
   root: string,
   steps: readonly Step[],
-  leaf: (e: string, p: Pointer) => string,
+  leaf: (e: string, p: Pointer, prev?: string) => string,
 ) {
   let depth = 0;
-  const walk = (e: string, i: number, ptr: Pointer): string => {
-    if (i === steps.length) return `(${leaf(e, ptr)})`;
+  const walk = (e: string, i: number, ptr: Pointer, prev?: string): string => {
+    if (i === steps.length) return `(${leaf(e, ptr, prev)})`;
     const s = steps[i]!;
     if ('field' in s) {
-      const m = member(e, s.field);
-      return `(${m.has} ? ${walk(m.get, i + 1, [...ptr, `/${escape(s.field)}`])} : [])`;
+      const m = member(e, s.field, prev);
+      return `(${m.has} ? ${walk(m.get, i + 1, [...ptr, `/${escape(s.field)}`], s.field)} : [])`;
     }
     const d = depth++;
     const [k, v] = [`k${d}`, `v${d}`];
@@ -83,6 +88,11 @@ export function mutateRuleToCel(
   }
   const steps = parsePath(rule.path);
   if ('reason' in steps) return steps;
+  const overMap = steps.findIndex(
+    (s, i) =>
+      'all' in s && i > 0 && MAP_FIELDS.has((steps[i - 1] as { field: string }).field ?? ''),
+  );
+  if (overMap >= 0) return { reason: `JSONPath ${rule.path}: [*] over a map has no CEL form here` };
   const defaults = rule.setIfAbsent;
-  return { cel: overMatches(root, steps, (e, ptr) => absentOps(e, ptr, defaults)) };
+  return { cel: overMatches(root, steps, (e, ptr, prev) => absentOps(e, ptr, defaults, prev)) };
 }

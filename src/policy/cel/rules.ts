@@ -54,9 +54,14 @@ export function parsePath(path: string): Step[] | { reason: string } {
   return steps;
 }
 
-/** CEL for `e`'s field `name`, and the guard that it is there. */
-export function member(e: string, name: string): { get: string; has: string } {
-  if (IDENTIFIER.test(name)) {
+/**
+ * CEL for `e`'s field `name` (`e` being the value of the field `previous`), and the guard
+ * that it is there. Entries of the maps paths.ts knows are indexed: Kubernetes' escaping
+ * of keyword-named fields (`__namespace__`) is for object fields, not map keys.
+ */
+export function member(e: string, name: string, previous?: string): { get: string; has: string } {
+  const inMap = previous !== undefined && MAP_FIELDS.has(previous);
+  if (IDENTIFIER.test(name) && !inMap) {
     const n = RESERVED.has(name) ? `__${name}__` : name;
     return { get: `${e}.${n}`, has: `has(${e}.${n})` };
   }
@@ -106,7 +111,7 @@ function overMatches(root: string, steps: readonly Step[], leaf: Leaf): string {
     if (i === steps.length) return `(${leaf(`dyn(${e})`, concat(field))})`;
     const s = steps[i]!;
     if ('field' in s) {
-      const m = member(e, s.field);
+      const m = member(e, s.field, prev);
       const seg = renderStatic(s.field, prev, field.length === 0);
       return `(${m.has} ? ${walk(m.get, i + 1, [...field, seg], s.field)} : [])`;
     }
@@ -126,12 +131,12 @@ function overMatches(root: string, steps: readonly Step[], leaf: Leaf): string {
 /** A boolean: some match of the steps satisfies `test(value)`. */
 function someMatch(root: string, steps: readonly Step[], test: (v: string) => string): string {
   let depth = 0;
-  const walk = (e: string, i: number): string => {
+  const walk = (e: string, i: number, prev?: string): string => {
     if (i === steps.length) return `(${test(`dyn(${e})`)})`;
     const s = steps[i]!;
     if ('field' in s) {
-      const m = member(e, s.field);
-      return `(${m.has} && ${walk(m.get, i + 1)})`;
+      const m = member(e, s.field, prev);
+      return `(${m.has} && ${walk(m.get, i + 1, s.field)})`;
     }
     const k = `k${depth}`;
     const v = `v${depth++}`;
