@@ -3,7 +3,7 @@
 // the reason it stays on annex's webhook (as a YAML comment, so the output still applies).
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
-import { compileToCel } from '../policy/cel/index.js';
+import { compileToCel, explainCel } from '../policy/cel/index.js';
 import { loadPolicies } from './check.js';
 
 const yaml = (o: unknown) => stringify(o, { aliasDuplicateObjects: false, lineWidth: 0 });
@@ -12,9 +12,17 @@ const yaml = (o: unknown) => stringify(o, { aliasDuplicateObjects: false, lineWi
 export function celYaml(files: readonly string[], annexNamespace?: string): string {
   const docs: string[] = [];
   for (const p of loadPolicies(files)) {
-    const r = compileToCel(p, annexNamespace ? { annexNamespace } : {});
-    if ('reason' in r) docs.push(`# AdmissionPolicy ${p.name} runs in the webhook: ${r.reason}\n`);
-    else {
+    const opts = annexNamespace ? { annexNamespace } : {};
+    const r = compileToCel(p, opts);
+    // Per rule, for a policy of several rules: each one's own reason to stay on the webhook.
+    const several = p.validate.length + p.mutate.length > 1;
+    const rules = explainCel(p, opts).filter(
+      (e) => several && e.runsIn === 'webhook' && !e.reason?.startsWith('the policy'),
+    );
+    if ('reason' in r) {
+      const perRule = rules.map((e) => `#   ${e.kind} rule "${e.rule}": ${e.reason}\n`).join('');
+      docs.push(`# AdmissionPolicy ${p.name} runs in the webhook: ${r.reason}\n${perRule}`);
+    } else {
       const objects = [r.vap, r.binding, r.map, r.mapBinding].filter((o) => o !== undefined);
       docs.push(`# AdmissionPolicy ${p.name}\n${objects.map(yaml).join('---\n')}`);
     }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import { compilePolicy } from '../compile.js';
-import { celStatus, compileToCel, type CelObjects } from './index.js';
+import { celStatus, compileToCel, explainCel, type CelObjects } from './index.js';
 import { re2Pattern } from './regex.js';
 
 const policy = (spec: Record<string, unknown>, name = 'p') =>
@@ -99,6 +99,33 @@ describe('compileToCel: the generated objects', () => {
     );
     expect(a).toContain('"namespace" in variables.target.metadata.labels');
     expect(b).toContain('has(variables.target.metadata.__namespace__)');
+  });
+
+  it('explainCel: per rule, where it runs and why', () => {
+    const p = policy({
+      validate: [
+        { name: 'a', path: '$.metadata.name', nameRule: 'dns1123Label' },
+        { name: 'b', path: '$..image', required: true },
+      ],
+    });
+    expect(explainCel(p)).toEqual([
+      {
+        rule: 'a',
+        kind: 'validate',
+        runsIn: 'webhook',
+        reason:
+          'the policy runs in the webhook: rule "b" runs in the webhook: JSONPath $..image: recursive descent (..) has no CEL form',
+      },
+      {
+        rule: 'b',
+        kind: 'validate',
+        runsIn: 'webhook',
+        reason: 'JSONPath $..image: recursive descent (..) has no CEL form',
+      },
+    ]);
+    expect(explainCel(demo('workload-names.yaml'))).toEqual([
+      { rule: 'dns-label', kind: 'validate', runsIn: 'ValidatingAdmissionPolicy' },
+    ]);
   });
 
   it('celStatus: who enforces a policy, and why', () => {

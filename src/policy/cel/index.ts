@@ -10,3 +10,4 @@ export {
   type CelStatus,
 } from './compile.js';
 export { celObjects, syncCel, webhookPolicies } from './apply.js';
+export { explainCel, type RuleEngine } from './explain.js';
