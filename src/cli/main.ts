@@ -12,6 +12,7 @@ import { register as demo } from './demo.js';
 import { register as manifests } from './manifests.js';
 import { register as check } from './check.js';
 import { register as migrate } from './migrate.js';
+import { register as policy } from './policy.js';
 
 // The package's own package.json: two levels up from src/cli/ and from dist/cli/ alike.
 const { version } = JSON.parse(
@@ -24,7 +25,8 @@ const program = new Command('annex')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
-for (const register of [serve, certs, defaults, demo, manifests, check, migrate]) register(program);
+for (const register of [serve, certs, defaults, demo, manifests, check, migrate, policy])
+  register(program);
 
 try {
   await program.parseAsync(process.argv);

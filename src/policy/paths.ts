@@ -117,7 +117,7 @@ export interface PathMatch {
 }
 
 // Map-valued fields whose entries apimachinery names with .Key(): `resources.limits[cpu]`.
-const MAP_FIELDS = new Set([
+export const MAP_FIELDS: ReadonlySet<string> = new Set([
   'labels',
   'annotations',
   'data',
