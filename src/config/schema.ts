@@ -126,6 +126,12 @@ export interface Config {
     instance: string;
     /** Write events.k8s.io Events for Deny, Warn and Audit decisions. */
     events: boolean;
+    /**
+     * Hand every policy that compiles to CEL (and has no Audit action, which the decision log
+     * records) to the API server as a ValidatingAdmissionPolicy / MutatingAdmissionPolicy;
+     * the rest stay on annex's webhook.
+     */
+    native: boolean;
     decisionLog: {
       /** AdmissionEvents kept in memory by each replica; the oldest are dropped. */
       maxEntries: number;
@@ -309,12 +315,13 @@ export const configSchema: JSONSchemaType<Config> = {
     policy: {
       type: 'object',
       additionalProperties: false,
-      required: ['enabled', 'directory', 'instance', 'events', 'decisionLog'],
+      required: ['enabled', 'directory', 'instance', 'events', 'native', 'decisionLog'],
       properties: {
         enabled: { type: 'boolean', default: false },
         directory: { type: 'string', minLength: 1, default: 'policies' },
         instance: { type: 'string', maxLength: 128, default: '' },
         events: { type: 'boolean', default: true },
+        native: { type: 'boolean', default: true },
         decisionLog: {
           type: 'object',
           additionalProperties: false,

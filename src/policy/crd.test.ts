@@ -63,6 +63,7 @@ describe('the AdmissionPolicy CRD', () => {
       'Mode',
       'Kinds',
       'Ready',
+      'Enforced By',
       'Age',
     ]);
     // The same object compile.ts checks policies against.

@@ -58,6 +58,12 @@ export function policyCrd(): Record<string, unknown> {
               description: 'Compiled and enforced by annex.',
               jsonPath: '.status.ready',
             },
+            {
+              name: 'Enforced By',
+              type: 'string',
+              description: "The API server (ValidatingAdmissionPolicy) or annex's webhook.",
+              jsonPath: '.status.enforcedBy',
+            },
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
           ],
         },

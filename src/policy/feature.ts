@@ -18,6 +18,8 @@ import { EventRecorder, kubeEventSink } from '../kube/events.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../server/feature.js';
+import { celObjects, syncCel, webhookPolicies } from './cel/apply.js';
+import { celStatus, type CelObjects } from './cel/compile.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
 import { admissionEventsGroup, DecisionLog, observeEvaluation } from './decision-log.js';
 import { evaluate } from './evaluate.js';
@@ -33,6 +35,8 @@ import {
   type AdmissionPolicy,
   type PolicyDecision,
 } from './types.js';
+
+type PolicyStatus = NonNullable<AdmissionPolicy['status']>;
 
 export const POLICY_WEBHOOK = 'policies.annex.dev';
 export const POLICY_CONFIGURATION = 'annex-policies';
@@ -258,7 +262,7 @@ export function policyFeature(config: Config): Feature {
       "annex's AdmissionPolicies (policy.annex.dev): Deny, Warn and Audit. annex keeps `rules` equal to what the policies match.",
     registrations: [registration()],
     admit: (req) => {
-      const { verdict, decisions } = decide(set.policies, req, matchCtx(req));
+      const { verdict, decisions } = decide(onWebhook, req, matchCtx(req));
       record(decisions, req);
       return verdict;
     },
@@ -270,7 +274,7 @@ export function policyFeature(config: Config): Feature {
     description:
       "annex's AdmissionPolicies (policy.annex.dev): mutate rules. annex keeps `rules` equal to what the policies match.",
     registrations: [registration({ reinvocationPolicy: 'Never' })],
-    admit: (req) => mutateWith(set.policies, req, matchCtx(req)),
+    admit: (req) => mutateWith(onWebhook, req, matchCtx(req)),
   };
   const check = validatingWebhook({
     name: 'admissionpolicies.annex.dev',
@@ -300,8 +304,37 @@ export function policyFeature(config: Config): Feature {
   let applied = '';
   let applying: Promise<void> | undefined;
   let again = false;
+  // What the API server enforces itself (compiled to CEL), and what is left to the webhook.
+  let native = new Map<string, CelObjects>();
+  let onWebhook: readonly CompiledPolicy[] = [];
+  let nativeApplied = '';
+  const celOpts = { annexNamespace: config.tls.namespace };
+  /** Audit decisions belong in annex's decision log; the API server would put them in its audit log. */
+  const nativeCandidate = (p: CompiledPolicy) =>
+    settings.native && kube !== null && !p.actions.includes('Audit');
+  function plan(): void {
+    native = celObjects(set.policies.filter(nativeCandidate), celOpts);
+    onWebhook = webhookPolicies(set.policies, native);
+  }
+  function enforcement(p: CompiledPolicy): Pick<PolicyStatus, 'enforcedBy' | 'webhookReason'> {
+    if (!nativeCandidate(p)) {
+      const why = !settings.native
+        ? 'policy.native is off'
+        : 'Audit decisions are recorded by annex';
+      return { enforcedBy: 'webhook', webhookReason: why };
+    }
+    const s = celStatus(p, celOpts);
+    return s.enforcedBy === 'webhook'
+      ? { enforcedBy: 'webhook', webhookReason: s.reason ?? '' }
+      : { enforcedBy: 'ValidatingAdmissionPolicy' };
+  }
+
+  /** What the API server must still send annex: the union of the webhook-side policies' rules. */
+  const webhookRules = () => unionRules(onWebhook.flatMap((p) => p.rules));
+
   function syncRules(): void {
-    const rules = set.rules();
+    plan();
+    const rules = webhookRules();
     for (const w of [validating, mutating]) w.registrations[0]!.rules = rules;
     if (!kube) return;
     if (applying) {
@@ -309,9 +342,19 @@ export function policyFeature(config: Config): Feature {
       return;
     }
     const want = JSON.stringify(rules);
-    if (want === applied) return;
+    const wantNative = JSON.stringify([...native.entries()]);
+    if (want === applied && wantNative === nativeApplied) return;
     applying = (async () => {
       let ok = true;
+      // The native objects first: a policy moving to the API server is enforced there
+      // before the webhook stops evaluating it.
+      await syncCel(kube!, native).then(
+        () => (nativeApplied = wantNative),
+        (e: Error) => {
+          ok = false;
+          flog?.error({ error: e.message }, 'cannot apply the policies compiled to CEL');
+        },
+      );
       for (const kind of Object.keys(CONFIG_PATHS) as ConfigKind[]) {
         await applyRules(kube!, kind, rules).catch((e: Error) => {
           ok = false;
@@ -344,19 +387,22 @@ export function policyFeature(config: Config): Feature {
 
   async function writeStatus(obj: AdmissionPolicy, c: Compiled): Promise<void> {
     if (!kube) return;
-    const status = {
+    const status: PolicyStatus = {
       ready: !c.error,
       ...(c.error ? { error: c.error } : {}),
       ...(obj.metadata.generation !== undefined
         ? { observedGeneration: obj.metadata.generation }
         : {}),
+      ...(c.policy ? enforcement(c.policy) : {}),
     };
     const cur = obj.status;
     if (
       cur &&
       cur.ready === status.ready &&
       (cur.error ?? '') === (status.error ?? '') &&
-      cur.observedGeneration === status.observedGeneration
+      cur.observedGeneration === status.observedGeneration &&
+      cur.enforcedBy === status.enforcedBy &&
+      (cur.webhookReason ?? '') === (status.webhookReason ?? '')
     ) {
       return;
     }
@@ -449,7 +495,7 @@ export function policyFeature(config: Config): Feature {
             const objs = e.type === 'RELISTED' ? e.items : e.type === 'DELETED' ? [] : [e.object];
             for (const o of objs) {
               const w = o.webhooks?.find((x) => x.name === POLICY_WEBHOOK);
-              if (w && listed && !sameRules(w.rules, set.rules())) {
+              if (w && listed && !sameRules(w.rules, webhookRules())) {
                 applied = '';
                 syncRules();
               }

@@ -179,6 +179,12 @@ export const policyStatusSchema: JsonSchema = {
       format: 'int64',
       description: 'The generation ready and error describe.',
     },
+    enforcedBy: {
+      type: 'string',
+      enum: ['ValidatingAdmissionPolicy', 'webhook'],
+      description: "Who enforces it: the API server itself (compiled to CEL), or annex's webhook.",
+    },
+    webhookReason: str('Why the policy stays on the webhook (what CEL cannot express).'),
   },
 };
 

@@ -80,7 +80,13 @@ export interface AdmissionPolicy {
   kind: typeof POLICY_KIND;
   metadata: { name: string; generation?: number; resourceVersion?: string; uid?: string };
   spec: AdmissionPolicySpec;
-  status?: { ready: boolean; error?: string; observedGeneration?: number };
+  status?: {
+    ready: boolean;
+    error?: string;
+    observedGeneration?: number;
+    enforcedBy?: 'ValidatingAdmissionPolicy' | 'webhook';
+    webhookReason?: string;
+  };
 }
 
 /** A rule that cannot be compiled: names the rule and the fault. */

@@ -90,6 +90,9 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
       metrics: { enabled: false },
       policy: {
         enabled: true,
+        // Every decision through annex's webhook here (decision log, Events, replicas);
+        // policies handed to the API server as CEL are tested in policy-native.test.ts.
+        native: false,
         instance,
         decisionLog: { peers: [`https://127.0.0.1:${peer}`] },
       } as any,
