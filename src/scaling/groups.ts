@@ -4,7 +4,7 @@
 // answers its requests itself (GroupVersionDecl.read) after the framework's authentication
 // and authorization; discovery lists one placeholder resource per group, as
 // custom-metrics-apiserver does, because the HPA never reads these resource lists (see
-// docs/scaling.md) and an empty list makes client-go complain on every call.
+// docs/architecture.md) and an empty list makes client-go complain on every call.
 import { ObjectStore } from '../apiserver/object-store.js';
 import { resource } from '../apiserver/resource.js';
 import { parseLabelSelector } from '../apiserver/selectors/label.js';

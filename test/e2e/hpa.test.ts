@@ -84,6 +84,12 @@ describeCluster(
       source = createServer((req, res) => {
         const name = req.url!.slice(1);
         if (name === 'hang') return; // never answers: a timeout
+        if (name === 'prom') {
+          res.setHeader('content-type', 'text/plain; version=0.0.4');
+          return void res.end(
+            '# TYPE http_requests_total counter\nhttp_requests_total{code="200"} 7\nhttp_requests_total{code="200",path="/a"} 5\nhttp_requests_total{code="500"} 3\n',
+          );
+        }
         res.setHeader('content-type', 'application/json');
         res.end(values[name] ?? '{}');
       });
@@ -247,6 +253,62 @@ describeCluster(
         return o.status?.available ? o : undefined;
       });
       expect(em.status).toMatchObject({ value: '10', available: true, observedGeneration: 1 });
+    });
+
+    it('reads Prometheus text and counts Kubernetes objects; refuses a malformed ExternalMetric and a caller without RBAC in one line', async () => {
+      await wire.applyObjects(run, [
+        {
+          apiVersion: 'metrics.annex.dev/v1alpha1',
+          kind: 'ExternalMetric',
+          metadata: { name: 'ok-requests', namespace: ns },
+          spec: {
+            intervalSeconds: 1,
+            prometheus: {
+              url: `${url}/prom`,
+              metric: 'http_requests_total',
+              labels: { code: '200' },
+            },
+          },
+        },
+        {
+          apiVersion: 'metrics.annex.dev/v1alpha1',
+          kind: 'ExternalMetric',
+          metadata: { name: 'deployments', namespace: ns },
+          spec: { intervalSeconds: 1, objects: { apiVersion: 'apps/v1', resource: 'deployments' } },
+        },
+      ]);
+      const value = (metric: string) =>
+        eventually(async () => {
+          const r = await kubectl(
+            ['get', '--raw', `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/${metric}`],
+            { as: { kubeconfig: c.adminKubeconfig } },
+          );
+          return r.code === 0 ? JSON.parse(r.stdout).items[0].value : undefined;
+        });
+      expect(await value('ok-requests')).toBe('12');
+      expect(await value('deployments')).toBe('3');
+      const bad = await kubectl(['apply', '-f', '-'], {
+        as: { kubeconfig: c.adminKubeconfig },
+        input: JSON.stringify({
+          apiVersion: 'metrics.annex.dev/v1alpha1',
+          kind: 'ExternalMetric',
+          metadata: { name: 'two-sources', namespace: ns },
+          spec: {
+            json: { url: `${url}/queue`, path: '$.depth' },
+            objects: { apiVersion: 'v1', resource: 'pods' },
+          },
+        }),
+      });
+      expect(bad.code).not.toBe(0);
+      expect(bad.stderr).toMatch(/exactly one source: json, prometheus or objects/);
+      expect(bad.stderr.trim().split('\n')).toHaveLength(1);
+      const jane = await kubectl(
+        ['get', '--raw', `/apis/external.metrics.k8s.io/v1beta1/namespaces/${ns}/queue_depth`],
+        { as: { kubeconfig: c.userKubeconfig } },
+      );
+      expect(jane.stderr.trim()).toBe(
+        `Error from server (Forbidden): queue_depth.external.metrics.k8s.io is forbidden: User "jane" cannot list resource "queue_depth" in API group "external.metrics.k8s.io" in the namespace "${ns}"`,
+      );
     });
 
     it('scales a Deployment on an external metric: 1 → 5 → 2, describe shows annex values and no errors', async () => {
