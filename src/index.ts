@@ -53,6 +53,7 @@ export type {
   JsonSchema,
   KubeObject,
   Provider,
+  ReadRequest,
   ResourceDecl,
   Snapshot,
   TableColumn,
@@ -69,6 +70,7 @@ export {
   internalError,
   invalid,
   notFound,
+  notFoundPath,
   type Status,
   type StatusCause,
   type StatusReason,
@@ -89,10 +91,16 @@ export {
   topMemory,
 } from './apiserver/quantity.js';
 export { isObject, type JsonObject } from './json.js';
+// Selectors with apimachinery's grammar and messages, for groups that read requests themselves.
+export { parseLabelSelector, type LabelSelector } from './apiserver/selectors/label.js';
+// The Prometheus text format (0.0.4), strict: a corrupt body yields no samples at all.
+export { parsePrometheusText, type Sample } from './metrics/prometheus-text.js';
 
 // Talking to the API server annex extends.
 export { KubeClient, KubeApiError, type KubeList, type Query } from './kube/client.js';
 export { mirror, type Mirror } from './kube/mirror.js';
+// List + watch (re-list on 410) of any path, for features that react to objects themselves.
+export { startWatch as listWatch, type WatchEvent as ListWatchEvent } from './kube/reflector.js';
 export { fileToken, type FileToken } from './kube/token.js';
 
 // Registration objects rendered from declarations.

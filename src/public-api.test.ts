@@ -30,6 +30,10 @@ const BUILT_INS: [string[], string][] = [
     ['metrics/feature.ts', 'metrics/group.ts', 'metrics/storage.ts', 'metrics/index.ts'],
     'metrics/',
   ],
+  [
+    ['scaling/feature.ts', 'scaling/groups.ts', 'scaling/poller.ts', 'scaling/sources.ts'],
+    'scaling/',
+  ],
 ];
 
 /** `import { a, type B } from '../x.js'` → [module path relative to src, names]. */

@@ -17,7 +17,7 @@ import { contentTypeOf, DISCOVERY_CONVERSIONS, negotiate } from './negotiate.js'
 import { openapiV2, openapiV3, openapiV3Index } from './openapi.js';
 import { SnapshotStore, type SnapshotStoreOptions } from './paging.js';
 import { requestInfoOf } from './request-info.js';
-import { sendJson, serveResource, type ServedResource } from './resource-handler.js';
+import { serveRead, sendJson, serveResource, type ServedResource } from './resource-handler.js';
 import { methodNotAllowedPath, notFoundPath } from './status.js';
 import type { GroupVersionDecl, ResourceDecl } from './types.js';
 
@@ -99,6 +99,8 @@ export function aggregatedApi(
   const docs = buildDocs(groups);
   const stores = new Map<ResourceDecl, SnapshotStore>();
   const served = new Map<string, ServedResource>();
+  const readers = new Map<string, GroupVersionDecl>();
+  for (const g of groups) if (g.read) for (const v of g.versions) readers.set(`${g.group}/${v}`, g);
   for (const g of groups) {
     for (const r of g.resources) {
       const store = stores.get(r) ?? new SnapshotStore(r.provider, opts.snapshots);
@@ -175,6 +177,8 @@ export function aggregatedApi(
     const root = segs[0];
     if (root !== 'apis' && root !== 'openapi') return next();
     if (info.isResourceRequest) {
+      const reader = readers.get(`${info.apiGroup}/${info.apiVersion}`);
+      if (reader) return serveRead(ctx, info, reader);
       const r = served.get(`${info.apiGroup}/${info.apiVersion}/${info.resource}`);
       if (!r) throw notFoundPath();
       return serveResource(ctx, info, r, handlerOpts);

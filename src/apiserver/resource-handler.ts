@@ -9,7 +9,7 @@ import { fieldMatcher, parseFieldSelector } from './selectors/field.js';
 import { parseLabelSelector } from './selectors/label.js';
 import { methodNotAllowed, methodNotAllowedPath, notFound, notFoundPath } from './status.js';
 import { includeObjectOf, toTable } from './table.js';
-import type { KubeObject, ResourceDecl } from './types.js';
+import type { GroupVersionDecl, KubeObject, ResourceDecl } from './types.js';
 import { startWatch, WATCH_CONTENT_TYPE, watchParamsOf } from './watch.js';
 
 export interface ServedResource {
@@ -224,4 +224,31 @@ export async function serveResource(
   if (info.verb === 'get') return get(ctx, info, r, opts);
   if (info.verb === 'list') return list(ctx, info, r, opts);
   return watch(ctx, info, r, opts);
+}
+
+/** A resource request of a group that answers it itself (GroupVersionDecl.read). */
+export async function serveRead(
+  ctx: Koa.Context,
+  info: RequestInfo,
+  g: GroupVersionDecl,
+): Promise<void> {
+  if (WRITE_VERBS.has(info.verb) || (info.verb === '' && ctx.method !== 'GET')) {
+    throw methodNotAllowedPath();
+  }
+  if (info.verb !== 'get' && info.verb !== 'list') {
+    throw methodNotAllowed(info.verb, info.resource, g.group);
+  }
+  negotiate(ctx.get('Accept'));
+  const body = await g.read!({
+    verb: info.verb,
+    group: info.apiGroup,
+    version: info.apiVersion,
+    namespace: info.namespace,
+    resource: info.resource,
+    name: info.name,
+    subresource: info.subresource,
+    parts: info.parts,
+    query: info.query,
+  });
+  sendJson(ctx, body, contentTypeOf(undefined));
 }

@@ -59,6 +59,16 @@ export interface GroupVersionDecl {
   /** Versions served with the same resources, preferred first (e.g. ["v1beta1"]). */
   versions: string[];
   resources: ResourceDecl[];
+  /**
+   * Answers every resource request of the group itself, for APIs whose URLs are not one
+   * object per name: the metric APIs, where the "resource" is a metric
+   * (external.metrics.k8s.io) or the described object's group-resource with the metric
+   * as subresource (custom.metrics.k8s.io). The request is authenticated and authorized
+   * as any other; only get and list reach it (writes and watch are 405). `resources` is
+   * then what discovery and OpenAPI publish (placeholders), never served generically.
+   * Returns the JSON body; a failure is a thrown StatusError.
+   */
+  read?: (request: ReadRequest) => unknown;
   /** How the group is registered with the aggregator (rendered into its APIServices). */
   apiService?: {
     /** Default 100. */
@@ -68,6 +78,21 @@ export interface GroupVersionDecl {
     /** Rendered as the comment above the APIService YAML. */
     description?: string;
   };
+}
+
+/** A resource request as a group's own `read` handler receives it, parsed once. */
+export interface ReadRequest {
+  verb: 'get' | 'list';
+  group: string;
+  version: string;
+  /** Empty for a cluster-scoped path. */
+  namespace: string;
+  resource: string;
+  name: string;
+  subresource: string;
+  /** Path segments from the resource on: resource/name/subresource/... */
+  parts: readonly string[];
+  query: URLSearchParams;
 }
 
 /**

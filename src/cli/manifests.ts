@@ -7,6 +7,7 @@ import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { loadConfig, type ConfigOverrides } from '../config/load.js';
 import { declarationsOf, renderFiles, renderObjects, serviceRefOf } from '../manifests/render.js';
+import { writeMetricCrd } from '../scaling/crd.js';
 import { builtinFeatures } from '../server/builtins.js';
 import { loadFeatureModules } from '../server/load-features.js';
 
@@ -14,6 +15,7 @@ import { loadFeatureModules } from '../server/load-features.js';
 export const ALL_BUILTINS: ConfigOverrides = {
   metrics: { registerMetricsK8sIo: true },
   policy: { enabled: true },
+  scaling: { enabled: true },
 };
 
 export function register(program: Command): void {
@@ -46,5 +48,6 @@ export function register(program: Command): void {
         writeFileSync(path, text);
         console.log(`wrote ${path}`);
       }
+      if (config.scaling.enabled) console.log(`wrote ${writeMetricCrd(o.write)}`);
     });
 }

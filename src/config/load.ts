@@ -40,7 +40,16 @@ export function loadConfig(opts: { file?: string; overrides?: ConfigOverrides } 
     }
     if (!isObject(fromFile)) throw new ConfigError(`config file ${opts.file} must hold a mapping`);
   }
-  const seed = { server: {}, tls: {}, kube: {}, admission: {}, metrics: {}, policy: {}, log: {} };
+  const seed = {
+    server: {},
+    tls: {},
+    kube: {},
+    admission: {},
+    metrics: {},
+    policy: {},
+    scaling: {},
+    log: {},
+  };
   const candidate = merge(merge(seed, fromFile), opts.overrides ?? {});
   if (!validate(candidate)) {
     const where = opts.file ? ` in ${opts.file}` : '';

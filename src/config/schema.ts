@@ -143,6 +143,13 @@ export interface Config {
       peerTimeoutMs: number;
     };
   };
+  scaling: {
+    /**
+     * Serve external.metrics.k8s.io and custom.metrics.k8s.io from the ExternalMetrics
+     * (metrics.annex.dev) annex polls: HPAs scale on them. Needs the CRD and an API server.
+     */
+    enabled: boolean;
+  };
   log: {
     level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
   };
@@ -158,7 +165,17 @@ type Policy = Config['policy'];
 export const configSchema: JSONSchemaType<Config> = {
   type: 'object',
   additionalProperties: false,
-  required: ['server', 'tls', 'kube', 'admission', 'metrics', 'policy', 'log', 'features'],
+  required: [
+    'server',
+    'tls',
+    'kube',
+    'admission',
+    'metrics',
+    'policy',
+    'scaling',
+    'log',
+    'features',
+  ],
   properties: {
     server: {
       type: 'object',
@@ -335,6 +352,12 @@ export const configSchema: JSONSchemaType<Config> = {
           },
         },
       },
+    },
+    scaling: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['enabled'],
+      properties: { enabled: { type: 'boolean', default: false } },
     },
     log: {
       type: 'object',

@@ -1,4 +1,5 @@
-// Finds (or builds, once per machine) the pinned kube-apiserver, kubectl and etcd.
+// Finds (or builds, once per machine) the pinned kube-apiserver, kubectl,
+// kube-controller-manager and etcd.
 // The versions live in test/cluster/versions.env; test/cluster/build.sh does the work
 // and caches outside the repo. Both are repo files: `annex demo` runs from a checkout.
 import { spawnSync } from 'node:child_process';

@@ -42,6 +42,19 @@ export interface ClusterInfo {
   apiServerRestartFile: string;
 }
 
+/** A kube-controller-manager with only these controllers, for the tests that need one. */
+export interface ControllerManagerOptions {
+  /** Controller names (`deployment-controller`, `horizontal-pod-autoscaler-controller`…). */
+  controllers: string[];
+  /** More flags (`--horizontal-pod-autoscaler-sync-period=1s`…). */
+  args?: string[];
+}
+
+export interface ControlPlaneOptions {
+  /** Off by default: without it nothing reconciles (the shared test cluster stays inert and fast). */
+  controllerManager?: ControllerManagerOptions;
+}
+
 export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const s = createServer();
@@ -68,7 +81,7 @@ export class ControlPlane {
     process.once('exit', this.onExit);
   }
 
-  async start(log: (line: string) => void): Promise<ClusterInfo> {
+  async start(log: (line: string) => void, opts: ControlPlaneOptions = {}): Promise<ClusterInfo> {
     const t0 = Date.now();
     const pki = makePki(this.dir);
     const p = (f: string) => join(this.dir, f);
@@ -133,8 +146,21 @@ export class ControlPlane {
     });
 
     await this.waitReady(server, p('admin.crt'), p('admin.key'), pki.servingCa);
+    const cm = opts.controllerManager;
+    if (cm) {
+      this.spawn('kube-controller-manager', [
+        `--kubeconfig=${adminKubeconfig}`,
+        `--controllers=${cm.controllers.join(',')}`,
+        // Each controller as its own ServiceAccount (TokenRequest), so its RBAC is the real one.
+        '--use-service-account-credentials=true',
+        '--leader-elect=false',
+        '--secure-port=0',
+        '--profiling=false',
+        ...(cm.args ?? []),
+      ]);
+    }
     log(
-      `control plane ready at ${server} in ${((Date.now() - t0) / 1000).toFixed(1)}s (kubernetes v${this.version})`,
+      `control plane${cm ? ' (with kube-controller-manager)' : ''} ready at ${server} in ${((Date.now() - t0) / 1000).toFixed(1)}s (kubernetes v${this.version})`,
     );
     this.info = {
       server,

@@ -26,6 +26,8 @@ describe('the committed registration YAML', () => {
   it('covers every built-in webhook and group', () => {
     expect([...files.keys()].sort()).toEqual([
       'apiservice/audit-annex-dev/apiservice.yaml',
+      'apiservice/custom-metrics-k8s-io/apiservice.yaml',
+      'apiservice/external-metrics-k8s-io/apiservice.yaml',
       'apiservice/metrics-annex-dev/apiservice.yaml',
       'apiservice/metrics-k8s-io/apiservice.yaml',
       'webhooks/mutating-defaults.yaml',

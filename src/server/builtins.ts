@@ -4,6 +4,7 @@ import { defaultsFeature, namesFeature } from '../admission/index.js';
 import type { Config } from '../config/load.js';
 import { metricsFeature } from '../metrics/feature.js';
 import { policyFeature } from '../policy/feature.js';
+import { scalingFeature } from '../scaling/feature.js';
 import type { Feature } from './feature.js';
 
 export function builtinFeatures(config: Config): Feature[] {
@@ -12,5 +13,6 @@ export function builtinFeatures(config: Config): Feature[] {
   if (config.admission.defaults.enabled) features.push(defaultsFeature(config.admission.defaults));
   if (config.metrics.enabled) features.push(metricsFeature(config.metrics));
   if (config.policy.enabled) features.push(policyFeature(config));
+  if (config.scaling.enabled) features.push(scalingFeature());
   return features;
 }

@@ -75,10 +75,12 @@ describeCluster('manifests/ (kustomize base)', () => {
     await kubectlOk(['apply', '-f', join(dir, 'manifests', 'rbac.yaml')]);
     // can-i resolves a custom resource through discovery: the CRD must be served.
     await kubectlOk(['apply', '-f', join(dir, 'manifests', 'crds', 'admissionpolicies.yaml')]);
+    await kubectlOk(['apply', '-f', join(dir, 'manifests', 'crds', 'externalmetrics.yaml')]);
     await kubectlOk([
       'wait',
       '--for=condition=Established',
       'crd/admissionpolicies.policy.annex.dev',
+      'crd/externalmetrics.metrics.annex.dev',
     ]);
     const sa = '--as=system:serviceaccount:annex-system:annex';
     const can = async (...args: string[]) =>
@@ -99,6 +101,10 @@ describeCluster('manifests/ (kustomize base)', () => {
       ['patch', 'validatingwebhookconfigurations.admissionregistration.k8s.io/annex-policies'],
       ['create', 'events.events.k8s.io', '-n', 'default'],
       ['list', 'endpointslices.discovery.k8s.io', '-n', 'annex-system'],
+      ['watch', 'externalmetrics.metrics.annex.dev', '--all-namespaces'],
+      ['patch', 'externalmetrics.metrics.annex.dev', '--subresource=status', '-n', 'default'],
+      ['list', 'jobs.batch', '--all-namespaces'],
+      ['patch', 'apiservices.apiregistration.k8s.io/v1beta1.external.metrics.k8s.io'],
     ];
     const no = [
       ['patch', 'apiservices.apiregistration.k8s.io/v1.apps'],
@@ -109,9 +115,33 @@ describeCluster('manifests/ (kustomize base)', () => {
       ['create', 'pods', '-n', 'annex-system'],
       ['delete', 'nodes'],
       ['patch', 'admissionpolicies.policy.annex.dev'],
+      ['patch', 'externalmetrics.metrics.annex.dev', '-n', 'default'],
     ];
     for (const a of yes) expect([a.join(' '), await can(...a)]).toEqual([a.join(' '), 'yes']);
     for (const a of no) expect([a.join(' '), await can(...a)]).toEqual([a.join(' '), 'no']);
+    // The HPA controller's ServiceAccount reads both metric groups (as KEDA binds it). A
+    // SubjectAccessReview, as the aggregated server asks: can-i would need discovery.
+    for (const group of ['external.metrics.k8s.io', 'custom.metrics.k8s.io']) {
+      const review = JSON.parse(
+        await kubectlOk(['create', '-f', '-', '-o', 'json'], {
+          input: JSON.stringify({
+            apiVersion: 'authorization.k8s.io/v1',
+            kind: 'SubjectAccessReview',
+            spec: {
+              user: 'system:serviceaccount:kube-system:horizontal-pod-autoscaler',
+              groups: ['system:serviceaccounts', 'system:serviceaccounts:kube-system'],
+              resourceAttributes: {
+                group,
+                resource: 'queue_depth',
+                verb: 'list',
+                namespace: 'shop',
+              },
+            },
+          }),
+        }),
+      );
+      expect([group, review.status.allowed]).toEqual([group, true]);
+    }
   });
 
   it('is accepted whole by the real API server (server-side dry run)', async () => {
@@ -136,7 +166,17 @@ describeCluster('manifests/ (kustomize base)', () => {
           ),
         ),
       ).toBe(true);
-      expect(lines).toHaveLength(23);
+      expect(
+        lines.some((l) =>
+          /^customresourcedefinition\.apiextensions\.k8s\.io\/externalmetrics\.metrics\.annex\.dev (created|configured|unchanged) \(server dry run\)$/.test(
+            l,
+          ),
+        ),
+      ).toBe(true);
+      expect(lines).toContain(
+        'apiservice.apiregistration.k8s.io/v1beta2.custom.metrics.k8s.io created (server dry run)',
+      );
+      expect(lines).toHaveLength(32);
     } finally {
       await ensureAnnexService();
     }

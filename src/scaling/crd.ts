@@ -1,0 +1,76 @@
+// The CustomResourceDefinition of ExternalMetric, rendered from schema.ts (the one source
+// of the shape), and the committed file `manifests/crds/externalmetrics.yaml`
+// (`npm run manifests` writes it; a unit test fails when the two drift).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { stringify } from 'yaml';
+import { metricSchema } from './schema.js';
+import { METRIC_GROUP, METRIC_KIND, METRIC_PLURAL, METRIC_VERSION } from './types.js';
+
+export const METRIC_CRD_NAME = `${METRIC_PLURAL}.${METRIC_GROUP}`;
+
+/** Repo-relative path of the committed rendering. */
+export const METRIC_CRD_PATH = 'manifests/crds/externalmetrics.yaml';
+
+const column = (name: string, type: string, jsonPath: string, description: string) => ({
+  name,
+  type,
+  description,
+  jsonPath,
+});
+
+/** The CRD object: namespaced, v1alpha1 served and stored, status subresource. */
+export function metricCrd(): Record<string, unknown> {
+  return {
+    apiVersion: 'apiextensions.k8s.io/v1',
+    kind: 'CustomResourceDefinition',
+    metadata: {
+      name: METRIC_CRD_NAME,
+      labels: { 'app.kubernetes.io/name': 'annex', 'app.kubernetes.io/component': 'scaling' },
+    },
+    spec: {
+      group: METRIC_GROUP,
+      scope: 'Namespaced',
+      names: {
+        plural: METRIC_PLURAL,
+        singular: METRIC_KIND.toLowerCase(),
+        kind: METRIC_KIND,
+        listKind: `${METRIC_KIND}List`,
+        shortNames: ['em'],
+        categories: ['annex'],
+      },
+      versions: [
+        {
+          name: METRIC_VERSION,
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: metricSchema },
+          subresources: { status: {} },
+          additionalPrinterColumns: [
+            column('Value', 'string', '.status.value', 'The last value read.'),
+            column('Available', 'boolean', '.status.available', 'Served to HPAs now.'),
+            column('Error', 'string', '.status.lastError', 'Why the last read failed.'),
+            { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+          ],
+        },
+      ],
+    },
+  };
+}
+
+/** The text of manifests/crds/externalmetrics.yaml. */
+export function metricCrdFile(): string {
+  const header = [
+    '# ExternalMetric (metrics.annex.dev/v1alpha1): numbers annex serves to HPAs.',
+    '# Rendered from src/scaling/schema.ts (`npm run manifests`): do not edit.',
+  ].join('\n');
+  return `${header}\n${stringify(metricCrd(), { lineWidth: 0, aliasDuplicateObjects: false })}`;
+}
+
+/** Writes the rendering under `dir` (a checkout's root); returns the file written. */
+export function writeMetricCrd(dir: string): string {
+  const path = join(dir, METRIC_CRD_PATH);
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, metricCrdFile());
+  return path;
+}
