@@ -11,6 +11,7 @@ import { register as defaults } from './defaults.js';
 import { register as demo } from './demo.js';
 import { register as manifests } from './manifests.js';
 import { register as check } from './check.js';
+import { register as install } from './install.js';
 
 // The package's own package.json: two levels up from src/cli/ and from dist/cli/ alike.
 const { version } = JSON.parse(
@@ -23,7 +24,7 @@ const program = new Command('annex')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
-for (const register of [serve, certs, defaults, demo, manifests, check]) register(program);
+for (const register of [serve, certs, defaults, demo, manifests, check, install]) register(program);
 
 try {
   await program.parseAsync(process.argv);

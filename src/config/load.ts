@@ -40,7 +40,15 @@ export function loadConfig(opts: { file?: string; overrides?: ConfigOverrides } 
     }
     if (!isObject(fromFile)) throw new ConfigError(`config file ${opts.file} must hold a mapping`);
   }
-  const seed = { server: {}, tls: {}, kube: {}, admission: {}, metrics: {}, log: {} };
+  const seed = {
+    server: {},
+    tls: {},
+    registration: {},
+    kube: {},
+    admission: {},
+    metrics: {},
+    log: {},
+  };
   const candidate = merge(merge(seed, fromFile), opts.overrides ?? {});
   if (!validate(candidate)) {
     const where = opts.file ? ` in ${opts.file}` : '';

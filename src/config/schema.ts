@@ -55,6 +55,15 @@ export interface Config {
      */
     inject: { apiServices: string[]; validatingWebhooks: string[]; mutatingWebhooks: string[] };
   };
+  registration: {
+    /**
+     * annex applies its own APIServices and webhook configurations (server-side apply,
+     * field manager annex, caBundle filled), each only once the feature serving it is
+     * ready, and again when the certificate changes. In a cluster; RBAC: patch on exactly
+     * those names (apply creates with patch alone).
+     */
+    apply: boolean;
+  };
   kube: {
     /** Path to a kubeconfig; empty means $KUBECONFIG, else in-cluster, else no cluster at all. */
     kubeconfig: string;
@@ -120,7 +129,7 @@ type Admission = Config['admission'];
 export const configSchema: JSONSchemaType<Config> = {
   type: 'object',
   additionalProperties: false,
-  required: ['server', 'tls', 'kube', 'admission', 'metrics', 'log', 'features'],
+  required: ['server', 'tls', 'registration', 'kube', 'admission', 'metrics', 'log', 'features'],
   properties: {
     server: {
       type: 'object',
@@ -170,6 +179,12 @@ export const configSchema: JSONSchemaType<Config> = {
           },
         },
       },
+    },
+    registration: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['apply'],
+      properties: { apply: { type: 'boolean', default: false } },
     },
     kube: {
       type: 'object',

@@ -17,6 +17,7 @@ export interface ServiceRef {
 
 const LABELS = (component: string) => ({
   'app.kubernetes.io/name': 'annex',
+  'app.kubernetes.io/part-of': 'annex',
   'app.kubernetes.io/component': component,
 });
 
@@ -94,7 +95,8 @@ export function renderFiles(d: Declarations, service: ServiceRef): Map<string, s
 }
 
 const HEADER = [
-  'caBundle: annex injects it (tls.inject), or run `annex certs inject`.',
+  'Applied by annex itself once ready (registration.apply), caBundle filled; or by hand',
+  'with `annex certs inject` for the caBundle.',
   'Rendered by `npm run manifests` from the declarations in src/: do not edit.',
 ];
 

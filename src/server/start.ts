@@ -13,7 +13,8 @@ import { hasTargets, injectWithClient } from '../certs/inject.js';
 import { ConfigError, loadConfig, type Config, type ConfigOverrides } from '../config/load.js';
 import { connectKube } from '../kube/connect.js';
 import { createLogger, type Logger } from '../log.js';
-import { declarationsOf } from '../manifests/render.js';
+import { registerWhenReady, type Registrar } from '../manifests/register.js';
+import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
 import { createApp } from './app.js';
 import { builtinFeatures } from './builtins.js';
 import { validateFeatures, type Feature } from './feature.js';
@@ -25,6 +26,8 @@ export interface Annex {
   port: number;
   listening: Listening;
   features: Feature[];
+  /** With registration.apply: what annex has registered so far. */
+  registrar: Registrar | null;
   /**
    * What SIGTERM does, as k8s.io/apiserver does it: /readyz turns 503 at once, serving
    * goes on for server.shutdownDelaySeconds (endpoints and the API server stop sending),
@@ -56,6 +59,14 @@ export async function startAnnex(
   }
 
   const kube = connectKube(config.kube);
+  if (config.registration.apply && !kube)
+    throw new ConfigError(
+      'registration.apply needs an API server: set kube.kubeconfig or run in a cluster',
+    );
+  if (config.registration.apply && !serving.ca)
+    throw new ConfigError(
+      `registration.apply needs a CA to register: ${config.tls.dir} has no ca.crt`,
+    );
   const injectCa = caInjector(config, kube, log);
   await injectCa(serving.ca);
   const features = [
@@ -125,6 +136,14 @@ export async function startAnnex(
       ),
   );
   log.info({ url: listening.url }, 'annex is serving');
+  const registrar = startRegistration(
+    config,
+    kube,
+    features,
+    () => serving.ca,
+    () => shuttingDown,
+    log,
+  );
   let closed: Promise<void> | undefined;
   const close = () =>
     (closed ??= (async () => {
@@ -134,6 +153,7 @@ export async function startAnnex(
       const open = listening.connections().open;
       log.info({ open, timeoutSeconds: config.server.shutdownTimeoutSeconds }, 'draining');
       await draining;
+      registrar?.stop();
       stopCertWatch();
       stopAuthWatch?.();
       await teardown();
@@ -143,6 +163,7 @@ export async function startAnnex(
     port: listening.port,
     listening,
     features,
+    registrar,
     shutdown: async () => {
       shuttingDown = true;
       const delaySeconds = config.server.shutdownDelaySeconds;
@@ -152,6 +173,35 @@ export async function startAnnex(
     },
     close,
   };
+}
+
+/**
+ * registration.apply: each feature's APIServices and webhook configurations, applied once
+ * it is ready (and not shutting down), with annex's CA, re-applied when the CA changes.
+ */
+function startRegistration(
+  config: Config,
+  kube: ReturnType<typeof connectKube>,
+  features: Feature[],
+  ca: () => string | undefined,
+  shuttingDown: () => boolean,
+  log: Logger,
+): Registrar | null {
+  if (!config.registration.apply || !kube) return null;
+  const service = serviceRefOf(config);
+  const units = features
+    .map((f) => ({
+      name: f.name,
+      objects: renderObjects(declarationsOf([f]), service),
+      ready: () => !shuttingDown() && (f.ready?.() ?? true) === true,
+    }))
+    .filter((u) => u.objects.length > 0);
+  return registerWhenReady({
+    kube,
+    units,
+    caBundle: () => Buffer.from(ca() ?? '').toString('base64'),
+    log: log.child({ component: 'registration' }),
+  });
 }
 
 /** Keeps the configured caBundles equal to annex's CA; a no-op when none are configured. */
