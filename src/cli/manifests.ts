@@ -6,12 +6,27 @@ import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { loadConfig, type ConfigOverrides } from '../config/load.js';
-import { declarationsOf, renderFiles, renderObjects, serviceRefOf } from '../manifests/render.js';
+import { MANIFESTS_DIR } from '../install/bundle.js';
+import {
+  declarationsOf,
+  placeholdersFile,
+  renderFiles,
+  renderObjects,
+  serviceRefOf,
+} from '../manifests/render.js';
 import { builtinFeatures } from '../server/builtins.js';
 import { loadFeatureModules } from '../server/load-features.js';
 
 /** Every built-in feature with every option on: what webhooks/ and apiservice/ hold. */
 export const ALL_BUILTINS: ConfigOverrides = { metrics: { registerMetricsK8sIo: true } };
+
+export const PLACEHOLDERS_FILE = 'manifests/registrations.yaml';
+
+/** manifests/registrations.yaml for the kustomize base's config (manifests/config.yaml). */
+export async function basePlaceholders(): Promise<string> {
+  const config = loadConfig({ file: join(MANIFESTS_DIR, 'config.yaml') });
+  return placeholdersFile(declarationsOf(builtinFeatures(config)), serviceRefOf(config));
+}
 
 export function register(program: Command): void {
   program
@@ -37,7 +52,9 @@ export function register(program: Command): void {
         );
         return;
       }
-      for (const [file, text] of renderFiles(decls, service)) {
+      const files = renderFiles(decls, service);
+      if (o.all) files.set(PLACEHOLDERS_FILE, await basePlaceholders());
+      for (const [file, text] of files) {
         const path = join(o.write, file);
         mkdirSync(dirname(path), { recursive: true });
         writeFileSync(path, text);

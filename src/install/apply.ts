@@ -96,21 +96,33 @@ export async function waitForRegistration(
     const [apis, hooks] = await Promise.all([
       kube.list<ApiServiceLike>(REGISTRATION_PATHS.APIService!, { labelSelector: NAME_LABEL }),
       Promise.all(
-        ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration'].map((k) =>
-          kube.list<Obj>(REGISTRATION_PATHS[k]!, { labelSelector: NAME_LABEL }),
+        ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration'].map(async (kind) =>
+          // List items carry no kind: put it back for the messages.
+          (
+            await kube.list<Obj>(REGISTRATION_PATHS[kind]!, { labelSelector: NAME_LABEL })
+          ).items.map((o): Obj => ({ ...o, kind })),
         ),
       ),
     ]);
-    const webhooks = hooks.flatMap((l) => l.items);
-    const unavailable = apis.items.filter(
-      (a) => !a.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True'),
-    );
+    const configs = hooks.flat();
+    // Placeholders (no webhooks, no caBundle) until a ready replica applies the real ones.
+    const pending = [
+      ...configs
+        .filter((w) => !(w.webhooks ?? []).length)
+        .map((w) => `${w.kind.toLowerCase()}/${w.metadata.name}`),
+      ...apis.items
+        .filter(
+          (a) => !a.status?.conditions?.some((c) => c.type === 'Available' && c.status === 'True'),
+        )
+        .map((a) => `apiservice/${a.metadata.name}`),
+    ];
     const state =
-      apis.items.length + webhooks.length === 0
-        ? 'waiting for annex to become ready and register itself'
-        : unavailable.length > 0
-          ? `waiting for ${unavailable.map((a) => `apiservice/${a.metadata.name}`).join(', ')} to be Available`
+      apis.items.length + configs.length === 0
+        ? 'no annex registrations found (is manifests/registrations.yaml applied?)'
+        : pending.length > 0
+          ? `waiting for annex to become ready and register ${pending.join(', ')}`
           : '';
+    const webhooks = configs;
     if (!state) {
       say(
         `registered by annex: ${[...webhooks.map((w) => `${w.kind.toLowerCase()}/${w.metadata.name}`), ...apis.items.map((a) => `apiservice/${a.metadata.name}`)].join(', ')}`,

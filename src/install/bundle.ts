@@ -56,7 +56,9 @@ export function renderBundle(opts: BundleOptions = {}): Obj[] {
     }
     const name = `${g.name}-${configMapHash(data)}`;
     renamed.set(g.name, name);
-    objs.push({
+    // Before the Deployment that mounts it, so its first Pod finds it.
+    const at = objs.findIndex((o) => o.kind === 'Deployment');
+    objs.splice(at < 0 ? objs.length : at, 0, {
       apiVersion: 'v1',
       kind: 'ConfigMap',
       metadata: { name, ...(g.namespace ? { namespace: g.namespace } : {}) },
@@ -86,6 +88,7 @@ function moveNamespace(o: Obj, ns: string): void {
   if (o.kind === 'Namespace' && o.metadata.name === DEFAULT_NAMESPACE) o.metadata.name = ns;
   if (o.metadata.namespace === DEFAULT_NAMESPACE) o.metadata.namespace = ns;
   for (const s of o.subjects ?? []) if (s.namespace === DEFAULT_NAMESPACE) s.namespace = ns;
+  if (o.spec?.service?.namespace === DEFAULT_NAMESPACE) o.spec.service.namespace = ns;
 }
 
 /** The config file with tls.namespace set (the certificate's SAN and the registered Service). */

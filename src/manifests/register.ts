@@ -4,6 +4,7 @@
 // whenever the CA bundle changes. Server-side apply as field manager "annex": the first
 // apply creates the object, later ones own exactly the fields annex renders.
 import type { KubeClient } from '../kube/client.js';
+import { KubeApiError } from '../kube/errors.js';
 import type { Logger } from '../log.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
@@ -90,7 +91,11 @@ export function registerWhenReady(opts: {
             'registered (feature ready)',
           );
         } catch (e) {
-          const msg = (e as Error).message;
+          const missing =
+            e instanceof KubeApiError && e.code === 403 && /cannot create/.test(e.message);
+          const msg = missing
+            ? `${(e as Error).message} (annex may only patch its registrations: create them with \`annex install\` or \`kubectl apply -k manifests/\`)`
+            : (e as Error).message;
           if (lastError.get(u.name) !== msg)
             opts.log.error({ feature: u.name, error: msg }, 'registration failed; retrying');
           lastError.set(u.name, msg);

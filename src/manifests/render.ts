@@ -100,8 +100,11 @@ const HEADER = [
   'Rendered by `npm run manifests` from the declarations in src/: do not edit.',
 ];
 
-function yamlFile(objs: Record<string, unknown>[], description?: string): string {
-  const comment = [...(description ? description.trim().split('\n') : []), ...HEADER]
+function yamlFile(objs: Record<string, unknown>[], description?: string, header = true): string {
+  const comment = [
+    ...(description ? description.trim().split('\n') : []),
+    ...(header ? HEADER : []),
+  ]
     .map((l) => `# ${l}`.trimEnd())
     .join('\n');
   return `${comment}\n${objs.map((o) => stringify(o, { lineWidth: 0, aliasDuplicateObjects: false })).join('---\n')}`;
@@ -113,6 +116,34 @@ export function renderObjects(d: Declarations, service: ServiceRef): Record<stri
     ...d.webhooks.map((w) => webhookConfiguration(w, service)),
     ...d.groups.flatMap((g) => apiServices(g, service)),
   ];
+}
+
+/**
+ * The registration objects as the install creates them, before annex runs: webhook
+ * configurations with no webhooks (nothing is called) and APIServices without a caBundle
+ * (unavailable: only their own group fails, no other request). They exist so that annex
+ * may apply the real ones with `patch` on exactly these names: server-side apply of an
+ * object that does not exist needs `create`, which RBAC cannot limit by name.
+ */
+export function renderPlaceholders(
+  d: Declarations,
+  service: ServiceRef,
+): Record<string, unknown>[] {
+  return renderObjects(d, service).map((o) => ('webhooks' in o ? { ...o, webhooks: [] } : o));
+}
+
+/** manifests/registrations.yaml: the placeholders for the base's own config. */
+export function placeholdersFile(d: Declarations, service: ServiceRef): string {
+  return yamlFile(
+    renderPlaceholders(d, service),
+    [
+      'Placeholders for what annex registers itself once ready (registration.apply): no',
+      'webhooks, no caBundle, so nothing calls annex before a replica can answer, and annex',
+      'needs only `patch` on these names (rbac.yaml, annex:registration).',
+      'Rendered by `npm run manifests` from the declarations and manifests/config.yaml.',
+    ].join('\n'),
+    false,
+  );
 }
 
 export const declarationsOf = (features: readonly Feature[]): Declarations => ({

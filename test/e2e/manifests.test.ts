@@ -45,13 +45,12 @@ describeCluster('manifests/ (kustomize base)', () => {
       'PodDisruptionBudget/annex': 'annex-system',
       'CustomResourceDefinition/admissionpolicies.policy.annex.dev': '',
     });
-    // Registration follows readiness: annex applies these itself, never kubectl.
-    for (const k of [
-      'APIService',
-      'ValidatingWebhookConfiguration',
-      'MutatingWebhookConfiguration',
-    ])
-      expect(objs.filter((o) => o.kind === k)).toEqual([]);
+    // Registration follows readiness: kubectl creates placeholders only — no webhook to
+    // call, no caBundle; annex applies the real objects once ready.
+    for (const o of objs.filter((o) => o.kind.endsWith('WebhookConfiguration')))
+      expect(o.webhooks).toEqual([]);
+    for (const o of objs.filter((o) => o.kind === 'APIService'))
+      expect(o.spec).not.toHaveProperty('caBundle');
     for (const o of objs)
       expect([o.kind, o.metadata.labels]).toMatchObject([
         o.kind,
@@ -95,6 +94,14 @@ describeCluster('manifests/ (kustomize base)', () => {
     );
     const names = (kind: string) =>
       rendered.filter((o: any) => o.kind === kind).map((o: any) => o.metadata.name);
+    const placeholders = (kind: string) =>
+      objs.filter((o) => o.kind === kind).map((o) => o.metadata.name);
+    for (const k of [
+      'APIService',
+      'ValidatingWebhookConfiguration',
+      'MutatingWebhookConfiguration',
+    ])
+      expect(placeholders(k)).toEqual(names(k));
     expect(byResource).toEqual({
       apiservices: [['patch'], names('APIService')],
       validatingwebhookconfigurations: [['patch'], names('ValidatingWebhookConfiguration')],
@@ -179,7 +186,7 @@ describeCluster('manifests/ (kustomize base)', () => {
       expect(lines).toContain(
         'customresourcedefinition.apiextensions.k8s.io/admissionpolicies.policy.annex.dev created (server dry run)',
       );
-      expect(lines).toHaveLength(15);
+      expect(lines).toHaveLength(18);
     } finally {
       await ensureAnnexService();
     }
