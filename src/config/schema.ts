@@ -50,12 +50,24 @@ export interface Config {
     /** Generate missing certificates at start (off when a Secret is mounted). */
     generate: boolean;
     /**
+     * One CA for every replica: the Secret (in tls.namespace) holding the CA and serving
+     * certificate, copied into tls.dir and watched; a Lease of the same name lets one
+     * replica at a time create, renew or rotate it. Empty: each annex uses tls.dir alone.
+     */
+    secret: string;
+    /** How often each replica re-reads the Secret. */
+    syncIntervalSeconds: number;
+    /** Rotation: time between publishing the new CA, switching the leaf, dropping the old CA. */
+    overlapSeconds: number;
+    /**
      * Objects whose caBundle annex keeps equal to its CA, at start and on every
      * certificate change (in a cluster; needs patch RBAC on exactly these names).
      */
     inject: { apiServices: string[]; validatingWebhooks: string[]; mutatingWebhooks: string[] };
   };
   registration: {
+    /** The port the registrations name (the Service's port); 0: server.port. */
+    servicePort: number;
     /**
      * annex applies its own APIServices and webhook configurations (server-side apply,
      * field manager annex, caBundle filled), each only once the feature serving it is
@@ -159,7 +171,18 @@ export const configSchema: JSONSchemaType<Config> = {
     tls: {
       type: 'object',
       additionalProperties: false,
-      required: ['dir', 'service', 'namespace', 'dnsNames', 'ipAddresses', 'generate', 'inject'],
+      required: [
+        'dir',
+        'service',
+        'namespace',
+        'dnsNames',
+        'ipAddresses',
+        'generate',
+        'secret',
+        'syncIntervalSeconds',
+        'overlapSeconds',
+        'inject',
+      ],
       properties: {
         dir: { type: 'string', minLength: 1, default: 'certs' },
         service: { type: 'string', minLength: 1, default: 'annex' },
@@ -167,6 +190,9 @@ export const configSchema: JSONSchemaType<Config> = {
         dnsNames: { type: 'array', items: { type: 'string' }, default: ['localhost'] },
         ipAddresses: { type: 'array', items: { type: 'string' }, default: ['127.0.0.1'] },
         generate: { type: 'boolean', default: true },
+        secret: { type: 'string', default: '' },
+        syncIntervalSeconds: { type: 'number', exclusiveMinimum: 0, default: 10 },
+        overlapSeconds: { type: 'number', minimum: 0, default: 60 },
         inject: {
           type: 'object',
           additionalProperties: false,
@@ -183,8 +209,11 @@ export const configSchema: JSONSchemaType<Config> = {
     registration: {
       type: 'object',
       additionalProperties: false,
-      required: ['apply'],
-      properties: { apply: { type: 'boolean', default: false } },
+      required: ['apply', 'servicePort'],
+      properties: {
+        apply: { type: 'boolean', default: false },
+        servicePort: { type: 'integer', minimum: 0, maximum: 65535, default: 0 },
+      },
     },
     kube: {
       type: 'object',

@@ -155,5 +155,5 @@ export const declarationsOf = (features: readonly Feature[]): Declarations => ({
 export const serviceRefOf = (config: Config): ServiceRef => ({
   namespace: config.tls.namespace,
   name: config.tls.service,
-  port: config.server.port === 0 ? 8443 : config.server.port,
+  port: config.registration.servicePort || config.server.port || 8443,
 });

@@ -1,7 +1,10 @@
 // The composition root: configuration and features in, a listening annex out. Everything
 // the server needs is built here once and passed down; nothing below reads globals or env,
 // and nothing here knows one feature from another.
+import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
+import { hostname } from 'node:os';
+import { startSharedCertificates, type SharedCertificates } from '../certs/shared.js';
 import { delegatedAuth, type DelegatedAuth } from '../apiserver/auth/index.js';
 import {
   ensureCertificates,
@@ -50,15 +53,17 @@ export async function startAnnex(
   log: Logger,
   extra: Feature[] = [],
 ): Promise<Annex> {
-  await prepareCertificates(config.tls, log);
+  const kube = connectKube(config.kube);
+  const shared = await sharedCertificates(config, kube, log);
+  if (!shared) await prepareCertificates(config.tls, log);
   let serving: ServingMaterial;
   try {
     serving = loadServingMaterial(config.tls.dir);
   } catch (e) {
+    shared?.stop();
     throw new ConfigError(`cannot load TLS material: ${(e as Error).message}`);
   }
 
-  const kube = connectKube(config.kube);
   if (config.registration.apply && !kube)
     throw new ConfigError(
       'registration.apply needs an API server: set kube.kubeconfig or run in a cluster',
@@ -82,6 +87,7 @@ export async function startAnnex(
   const teardown = async () => {
     for (const f of started.reverse()) await f.stop?.();
     auth?.stop();
+    shared?.stop();
     kube?.close();
   };
   try {
@@ -223,6 +229,38 @@ function caInjector(config: Config, kube: ReturnType<typeof connectKube>, log: L
     for (const d of done)
       log.info({ kind: d.kind, name: d.name, changed: d.changed }, 'caBundle injected');
   };
+}
+
+/** tls.secret: the replicas' one CA, from the Secret (see certs/shared.ts); else null. */
+async function sharedCertificates(
+  config: Config,
+  kube: ReturnType<typeof connectKube>,
+  log: Logger,
+): Promise<SharedCertificates | null> {
+  const t = config.tls;
+  if (!t.secret) return null;
+  if (!kube)
+    throw new ConfigError(
+      'tls.secret needs an API server: set kube.kubeconfig or run in a cluster',
+    );
+  try {
+    return await startSharedCertificates({
+      kube,
+      namespace: t.namespace,
+      name: t.secret,
+      dir: t.dir,
+      identity: `${hostname()}-${randomBytes(4).toString('hex')}`,
+      service: t.service,
+      serviceNamespace: t.namespace,
+      dnsNames: t.dnsNames,
+      ipAddresses: t.ipAddresses,
+      syncIntervalMs: t.syncIntervalSeconds * 1000,
+      overlapMs: t.overlapSeconds * 1000,
+      log: log.child({ component: 'shared-certs' }),
+    });
+  } catch (e) {
+    throw new ConfigError(`tls.secret ${t.namespace}/${t.secret}: ${(e as Error).message}`);
+  }
 }
 
 async function prepareCertificates(tls: Config['tls'], log: Logger): Promise<void> {

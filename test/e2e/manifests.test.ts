@@ -43,6 +43,9 @@ describeCluster('manifests/ (kustomize base)', () => {
       'ClusterRole/annex:registration': '',
       'ClusterRole/annex:metrics-scraper': '',
       'PodDisruptionBudget/annex': 'annex-system',
+      'Secret/annex-tls': 'annex-system',
+      'Lease/annex-tls': 'annex-system',
+      'Role/annex:shared-ca': 'annex-system',
       'CustomResourceDefinition/admissionpolicies.policy.annex.dev': '',
     });
     // Registration follows readiness: kubectl creates placeholders only — no webhook to
@@ -135,6 +138,9 @@ describeCluster('manifests/ (kustomize base)', () => {
       ['list', 'pods', '--all-namespaces'],
       ['patch', 'apiservices.apiregistration.k8s.io/v1beta1.metrics.annex.dev'],
       ['patch', 'validatingwebhookconfigurations.admissionregistration.k8s.io/annex-names'],
+      ['update', 'secrets/annex-tls', '-n', 'annex-system'],
+      ['get', 'leases.coordination.k8s.io/annex-tls', '-n', 'annex-system'],
+      ['update', 'leases.coordination.k8s.io/annex-tls', '-n', 'annex-system'],
       ['patch', 'mutatingwebhookconfigurations.admissionregistration.k8s.io/annex-defaults'],
     ];
     const no = [
@@ -145,6 +151,9 @@ describeCluster('manifests/ (kustomize base)', () => {
       ['get', 'apiservices.apiregistration.k8s.io/v1beta1.metrics.annex.dev'],
       ['delete', 'mutatingwebhookconfigurations.admissionregistration.k8s.io/annex-defaults'],
       ['get', 'secrets', '--all-namespaces'],
+      ['get', 'secrets/other', '-n', 'annex-system'],
+      ['create', 'secrets', '-n', 'annex-system'],
+      ['update', 'leases.coordination.k8s.io/kube-scheduler', '-n', 'kube-system'],
       ['get', 'configmaps', '-n', 'default'],
       ['create', 'pods', '-n', 'annex-system'],
       ['delete', 'nodes'],
@@ -186,7 +195,7 @@ describeCluster('manifests/ (kustomize base)', () => {
       expect(lines).toContain(
         'customresourcedefinition.apiextensions.k8s.io/admissionpolicies.policy.annex.dev created (server dry run)',
       );
-      expect(lines).toHaveLength(18);
+      expect(lines).toHaveLength(22);
     } finally {
       await ensureAnnexService();
     }
