@@ -109,7 +109,9 @@ export async function act(action: Action, d: SharedData, issuer: Issuer): Promis
     case 'switch': {
       const next = signerOf(d['next.crt'], d['next.key']);
       const leaf = await issuer.leaf(next);
-      const { 'next.crt': _c, 'next.key': _k, ...rest } = d;
+      const rest = { ...d };
+      delete rest['next.crt'];
+      delete rest['next.key'];
       return {
         phase: 'switched',
         data: { ...rest, 'signer.crt': next.certPem, 'signer.key': next.keyPem, 'tls.crt': leaf.certPem, 'tls.key': leaf.keyPem },
