@@ -178,7 +178,7 @@ describeCluster('one CA for two replicas: rotation under load', (c) => {
     const started = Date.now();
     await kubectlOk(['-n', 'annex-system', 'annotate', 'secret', SECRET, 'annex.dev/rotate=now']);
     // publishing → switched → stable, each after OVERLAP_SECONDS.
-    let phases = new Set<string>();
+    const phases = new Set<string>();
     await eventually(
       async () => {
         const s = JSON.parse(
