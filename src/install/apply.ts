@@ -69,8 +69,25 @@ export const objectPath = (o: Obj) =>
 
 export type Say = (line: string) => void;
 
+/**
+ * Server-side apply of every object, except the registration placeholders: created when
+ * missing, never touched after, as annex owns them once it has registered itself (an
+ * upgrade must not reset their service port or anything else annex applied).
+ */
 export async function applyBundle(kube: KubeClient, objs: Obj[], say: Say): Promise<void> {
   for (const o of objs) {
+    if (o.kind in REGISTRATION_PATHS) {
+      try {
+        await kube.create(collection(o.kind), o);
+        say(
+          `created ${o.kind.toLowerCase()}/${o.metadata.name} (placeholder: annex registers itself)`,
+        );
+      } catch (e) {
+        if (!(e instanceof KubeApiError && e.code === 409)) throw e;
+        say(`kept ${o.kind.toLowerCase()}/${o.metadata.name} (annex's own)`);
+      }
+      continue;
+    }
     await kube.patch(objectPath(o), o, 'apply', { fieldManager: INSTALL_MANAGER, force: true });
     say(`applied ${o.kind.toLowerCase()}/${o.metadata.name}`);
   }

@@ -164,6 +164,26 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
       );
       expect(nodes.kind).toBe('NodeMetricsList');
 
+      // Upgrade path: `annex install` again (same or newer manifests) leaves annex's own
+      // registrations in place — the placeholders' empty webhook lists own nothing.
+      const again = await runCli([
+        'install',
+        '--kubeconfig',
+        c.adminKubeconfig,
+        '-n',
+        NS,
+        '--wait',
+        '30',
+      ]);
+      expect([again.code, again.stdout]).toEqual([
+        0,
+        expect.stringContaining('registered by annex'),
+      ]);
+      const still = JSON.parse(
+        await kubectlOk(['get', 'validatingwebhookconfiguration', 'annex-names', '-o', 'json']),
+      );
+      expect(still.webhooks).toHaveLength(1);
+
       const un = await runCli([
         'uninstall',
         '--kubeconfig',
