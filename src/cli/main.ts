@@ -13,6 +13,7 @@ import { register as manifests } from './manifests.js';
 import { register as check } from './check.js';
 import { register as migrate } from './migrate.js';
 import { register as policy } from './policy.js';
+import { register as install } from './install.js';
 
 // The package's own package.json: two levels up from src/cli/ and from dist/cli/ alike.
 const { version } = JSON.parse(
@@ -25,7 +26,7 @@ const program = new Command('annex')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
-for (const register of [serve, certs, defaults, demo, manifests, check, migrate, policy])
+for (const register of [serve, certs, defaults, demo, manifests, check, migrate, policy, install])
   register(program);
 
 try {

@@ -6,7 +6,14 @@ import { dirname, join } from 'node:path';
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { loadConfig, type ConfigOverrides } from '../config/load.js';
-import { declarationsOf, renderFiles, renderObjects, serviceRefOf } from '../manifests/render.js';
+import { MANIFESTS_DIR } from '../install/bundle.js';
+import {
+  declarationsOf,
+  placeholdersFile,
+  renderFiles,
+  renderObjects,
+  serviceRefOf,
+} from '../manifests/render.js';
 import { writeMetricCrd } from '../scaling/crd.js';
 import { builtinFeatures } from '../server/builtins.js';
 import { loadFeatureModules } from '../server/load-features.js';
@@ -17,6 +24,14 @@ export const ALL_BUILTINS: ConfigOverrides = {
   policy: { enabled: true },
   scaling: { enabled: true },
 };
+
+export const PLACEHOLDERS_FILE = 'manifests/registrations.yaml';
+
+/** manifests/registrations.yaml for the kustomize base's config (manifests/config.yaml). */
+export async function basePlaceholders(): Promise<string> {
+  const config = loadConfig({ file: join(MANIFESTS_DIR, 'config.yaml') });
+  return placeholdersFile(declarationsOf(builtinFeatures(config)), serviceRefOf(config));
+}
 
 export function register(program: Command): void {
   program
@@ -42,7 +57,9 @@ export function register(program: Command): void {
         );
         return;
       }
-      for (const [file, text] of renderFiles(decls, service)) {
+      const files = renderFiles(decls, service);
+      if (o.all) files.set(PLACEHOLDERS_FILE, await basePlaceholders());
+      for (const [file, text] of files) {
         const path = join(o.write, file);
         mkdirSync(dirname(path), { recursive: true });
         writeFileSync(path, text);

@@ -43,6 +43,7 @@ export function loadConfig(opts: { file?: string; overrides?: ConfigOverrides } 
   const seed = {
     server: {},
     tls: {},
+    registration: {},
     kube: {},
     admission: {},
     metrics: {},

@@ -50,6 +50,16 @@ export interface Config {
     /** Generate missing certificates at start (off when a Secret is mounted). */
     generate: boolean;
     /**
+     * One CA for every replica: the Secret (in tls.namespace) holding the CA and serving
+     * certificate, copied into tls.dir and watched; a Lease of the same name lets one
+     * replica at a time create, renew or rotate it. Empty: each annex uses tls.dir alone.
+     */
+    secret: string;
+    /** How often each replica re-reads the Secret. */
+    syncIntervalSeconds: number;
+    /** Rotation: time between publishing the new CA, switching the leaf, dropping the old CA. */
+    overlapSeconds: number;
+    /**
      * Objects whose caBundle annex keeps equal to its CA, at start and on every
      * certificate change (in a cluster; needs patch RBAC on exactly these names).
      */
@@ -60,6 +70,17 @@ export interface Config {
       /** CRDs whose conversion webhook annex serves (needs get/patch on each, by name). */
       crds: string[];
     };
+  };
+  registration: {
+    /** The port the registrations name (the Service's port); 0: server.port. */
+    servicePort: number;
+    /**
+     * annex applies its own APIServices and webhook configurations (server-side apply,
+     * field manager annex, caBundle filled), each only once the feature serving it is
+     * ready, and again when the certificate changes. In a cluster; RBAC: patch on exactly
+     * those names (apply creates with patch alone).
+     */
+    apply: boolean;
   };
   kube: {
     /** Path to a kubeconfig; empty means $KUBECONFIG, else in-cluster, else no cluster at all. */
@@ -168,6 +189,7 @@ export const configSchema: JSONSchemaType<Config> = {
   required: [
     'server',
     'tls',
+    'registration',
     'kube',
     'admission',
     'metrics',
@@ -205,7 +227,18 @@ export const configSchema: JSONSchemaType<Config> = {
     tls: {
       type: 'object',
       additionalProperties: false,
-      required: ['dir', 'service', 'namespace', 'dnsNames', 'ipAddresses', 'generate', 'inject'],
+      required: [
+        'dir',
+        'service',
+        'namespace',
+        'dnsNames',
+        'ipAddresses',
+        'generate',
+        'secret',
+        'syncIntervalSeconds',
+        'overlapSeconds',
+        'inject',
+      ],
       properties: {
         dir: { type: 'string', minLength: 1, default: 'certs' },
         service: { type: 'string', minLength: 1, default: 'annex' },
@@ -213,6 +246,9 @@ export const configSchema: JSONSchemaType<Config> = {
         dnsNames: { type: 'array', items: { type: 'string' }, default: ['localhost'] },
         ipAddresses: { type: 'array', items: { type: 'string' }, default: ['127.0.0.1'] },
         generate: { type: 'boolean', default: true },
+        secret: { type: 'string', default: '' },
+        syncIntervalSeconds: { type: 'number', exclusiveMinimum: 0, default: 10 },
+        overlapSeconds: { type: 'number', minimum: 0, default: 60 },
         inject: {
           type: 'object',
           additionalProperties: false,
@@ -225,6 +261,15 @@ export const configSchema: JSONSchemaType<Config> = {
             crds: { type: 'array', items: { type: 'string' }, default: [] },
           },
         },
+      },
+    },
+    registration: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['apply', 'servicePort'],
+      properties: {
+        apply: { type: 'boolean', default: false },
+        servicePort: { type: 'integer', minimum: 0, maximum: 65535, default: 0 },
       },
     },
     kube: {

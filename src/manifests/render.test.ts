@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse, parseAllDocuments } from 'yaml';
 import { validatingWebhook } from '../admission/webhook.js';
-import { ALL_BUILTINS } from '../cli/manifests.js';
+import { ALL_BUILTINS, basePlaceholders, PLACEHOLDERS_FILE } from '../cli/manifests.js';
 import { loadConfig } from '../config/load.js';
 import { builtinFeatures } from '../server/builtins.js';
 import { crdConversion } from '../conversion/declare.js';
@@ -40,6 +40,10 @@ describe('the committed registration YAML', () => {
 
   it.each([...files.keys()])('%s is the rendering of the declarations (npm run manifests)', (f) => {
     expect(readFileSync(join(repo, f), 'utf8')).toBe(files.get(f));
+  });
+
+  it('manifests/registrations.yaml is the rendering for manifests/config.yaml', async () => {
+    expect(readFileSync(join(repo, PLACEHOLDERS_FILE), 'utf8')).toBe(await basePlaceholders());
   });
 
   it('every rendered file is part of a kustomization', () => {

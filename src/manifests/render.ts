@@ -18,6 +18,7 @@ export interface ServiceRef {
 
 const LABELS = (component: string) => ({
   'app.kubernetes.io/name': 'annex',
+  'app.kubernetes.io/part-of': 'annex',
   'app.kubernetes.io/component': component,
 });
 
@@ -204,12 +205,16 @@ export function renderFiles(d: Declarations, service: ServiceRef): Map<string, s
 }
 
 const HEADER = [
-  'caBundle: annex injects it (tls.inject), or run `annex certs inject`.',
+  'Applied by annex itself once ready (registration.apply), caBundle filled; or by hand',
+  'with `annex certs inject` for the caBundle.',
   'Rendered by `npm run manifests` from the declarations in src/: do not edit.',
 ];
 
-function yamlFile(objs: Record<string, unknown>[], description?: string): string {
-  const comment = [...(description ? description.trim().split('\n') : []), ...HEADER]
+function yamlFile(objs: Record<string, unknown>[], description?: string, header = true): string {
+  const comment = [
+    ...(description ? description.trim().split('\n') : []),
+    ...(header ? HEADER : []),
+  ]
     .map((l) => `# ${l}`.trimEnd())
     .join('\n');
   return `${comment}\n${objs.map((o) => stringify(o, { lineWidth: 0, aliasDuplicateObjects: false })).join('---\n')}`;
@@ -224,6 +229,34 @@ export function renderObjects(d: Declarations, service: ServiceRef): Record<stri
   ];
 }
 
+/**
+ * The registration objects as the install creates them, before annex runs: webhook
+ * configurations with no webhooks (nothing is called) and APIServices without a caBundle
+ * (unavailable: only their own group fails, no other request). They exist so that annex
+ * may apply the real ones with `patch` on exactly these names: server-side apply of an
+ * object that does not exist needs `create`, which RBAC cannot limit by name.
+ */
+export function renderPlaceholders(
+  d: Declarations,
+  service: ServiceRef,
+): Record<string, unknown>[] {
+  return renderObjects(d, service).map((o) => ('webhooks' in o ? { ...o, webhooks: [] } : o));
+}
+
+/** manifests/registrations.yaml: the placeholders for the base's own config. */
+export function placeholdersFile(d: Declarations, service: ServiceRef): string {
+  return yamlFile(
+    renderPlaceholders(d, service),
+    [
+      'Placeholders for what annex registers itself once ready (registration.apply): no',
+      'webhooks, no caBundle, so nothing calls annex before a replica can answer, and annex',
+      'needs only `patch` on these names (rbac.yaml, annex:registration).',
+      'Rendered by `npm run manifests` from the declarations and manifests/config.yaml.',
+    ].join('\n'),
+    false,
+  );
+}
+
 export const declarationsOf = (features: readonly Feature[]): Declarations => ({
   webhooks: features.flatMap((f) => f.webhooks ?? []),
   conversions: features.flatMap((f) => f.conversions ?? []),
@@ -234,5 +267,5 @@ export const declarationsOf = (features: readonly Feature[]): Declarations => ({
 export const serviceRefOf = (config: Config): ServiceRef => ({
   namespace: config.tls.namespace,
   name: config.tls.service,
-  port: config.server.port === 0 ? 8443 : config.server.port,
+  port: config.registration.servicePort || config.server.port || 8443,
 });

@@ -1,7 +1,10 @@
 // The composition root: configuration and features in, a listening annex out. Everything
 // the server needs is built here once and passed down; nothing below reads globals or env,
 // and nothing here knows one feature from another.
+import { randomBytes } from 'node:crypto';
 import { isIP } from 'node:net';
+import { hostname } from 'node:os';
+import { startSharedCertificates, type SharedCertificates } from '../certs/shared.js';
 import { delegatedAuth, type DelegatedAuth } from '../apiserver/auth/index.js';
 import {
   ensureCertificates,
@@ -13,8 +16,9 @@ import { hasTargets, injectWithClient } from '../certs/inject.js';
 import { ConfigError, loadConfig, type Config, type ConfigOverrides } from '../config/load.js';
 import { connectKube } from '../kube/connect.js';
 import { createLogger, type Logger } from '../log.js';
-import { declarationsOf } from '../manifests/render.js';
 import { parsePemBundle } from '../apiserver/auth/x509.js';
+import { registerWhenReady, type Registrar } from '../manifests/register.js';
+import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
 import { createApp } from './app.js';
 import { loadClientCa } from './client-cert.js';
 import { builtinFeatures } from './builtins.js';
@@ -27,6 +31,8 @@ export interface Annex {
   port: number;
   listening: Listening;
   features: Feature[];
+  /** With registration.apply: what annex has registered so far. */
+  registrar: Registrar | null;
   /**
    * What SIGTERM does, as k8s.io/apiserver does it: /readyz turns 503 at once, serving
    * goes on for server.shutdownDelaySeconds (endpoints and the API server stop sending),
@@ -49,18 +55,28 @@ export async function startAnnex(
   log: Logger,
   extra: Feature[] = [],
 ): Promise<Annex> {
-  await prepareCertificates(config.tls, log);
+  const kube = connectKube(config.kube);
+  const shared = await sharedCertificates(config, kube, log);
+  if (!shared) await prepareCertificates(config.tls, log);
   let serving: ServingMaterial;
   try {
     serving = loadServingMaterial(config.tls.dir);
   } catch (e) {
+    shared?.stop();
     throw new ConfigError(`cannot load TLS material: ${(e as Error).message}`);
   }
 
   const webhookClientCa = config.admission.clientCA
     ? loadClientCa(config.admission.clientCA)
     : null;
-  const kube = connectKube(config.kube);
+  if (config.registration.apply && !kube)
+    throw new ConfigError(
+      'registration.apply needs an API server: set kube.kubeconfig or run in a cluster',
+    );
+  if (config.registration.apply && !serving.ca)
+    throw new ConfigError(
+      `registration.apply needs a CA to register: ${config.tls.dir} has no ca.crt`,
+    );
   const injectCa = caInjector(config, kube, log);
   await injectCa(serving.ca);
   const features = [
@@ -76,6 +92,7 @@ export async function startAnnex(
   const teardown = async () => {
     for (const f of started.reverse()) await f.stop?.();
     auth?.stop();
+    shared?.stop();
     kube?.close();
   };
   try {
@@ -149,6 +166,14 @@ export async function startAnnex(
       ),
   );
   log.info({ url: listening.url }, 'annex is serving');
+  const registrar = startRegistration(
+    config,
+    kube,
+    features,
+    () => serving.ca,
+    () => shuttingDown,
+    log,
+  );
   let closed: Promise<void> | undefined;
   const close = () =>
     (closed ??= (async () => {
@@ -158,6 +183,7 @@ export async function startAnnex(
       const open = listening.connections().open;
       log.info({ open, timeoutSeconds: config.server.shutdownTimeoutSeconds }, 'draining');
       await draining;
+      registrar?.stop();
       stopCertWatch();
       stopAuthWatch?.();
       await teardown();
@@ -167,6 +193,7 @@ export async function startAnnex(
     port: listening.port,
     listening,
     features,
+    registrar,
     shutdown: async () => {
       shuttingDown = true;
       const delaySeconds = config.server.shutdownDelaySeconds;
@@ -176,6 +203,35 @@ export async function startAnnex(
     },
     close,
   };
+}
+
+/**
+ * registration.apply: each feature's APIServices and webhook configurations, applied once
+ * it is ready (and not shutting down), with annex's CA, re-applied when the CA changes.
+ */
+function startRegistration(
+  config: Config,
+  kube: ReturnType<typeof connectKube>,
+  features: Feature[],
+  ca: () => string | undefined,
+  shuttingDown: () => boolean,
+  log: Logger,
+): Registrar | null {
+  if (!config.registration.apply || !kube) return null;
+  const service = serviceRefOf(config);
+  const units = features
+    .map((f) => ({
+      name: f.name,
+      objects: renderObjects(declarationsOf([f]), service),
+      ready: () => !shuttingDown() && (f.ready?.() ?? true) === true,
+    }))
+    .filter((u) => u.objects.length > 0);
+  return registerWhenReady({
+    kube,
+    units,
+    caBundle: () => Buffer.from(ca() ?? '').toString('base64'),
+    log: log.child({ component: 'registration' }),
+  });
 }
 
 /** Keeps the configured caBundles equal to annex's CA; a no-op when none are configured. */
@@ -197,6 +253,38 @@ function caInjector(config: Config, kube: ReturnType<typeof connectKube>, log: L
     for (const d of done)
       log.info({ kind: d.kind, name: d.name, changed: d.changed }, 'caBundle injected');
   };
+}
+
+/** tls.secret: the replicas' one CA, from the Secret (see certs/shared.ts); else null. */
+async function sharedCertificates(
+  config: Config,
+  kube: ReturnType<typeof connectKube>,
+  log: Logger,
+): Promise<SharedCertificates | null> {
+  const t = config.tls;
+  if (!t.secret) return null;
+  if (!kube)
+    throw new ConfigError(
+      'tls.secret needs an API server: set kube.kubeconfig or run in a cluster',
+    );
+  try {
+    return await startSharedCertificates({
+      kube,
+      namespace: t.namespace,
+      name: t.secret,
+      dir: t.dir,
+      identity: `${hostname()}-${randomBytes(4).toString('hex')}`,
+      service: t.service,
+      serviceNamespace: t.namespace,
+      dnsNames: t.dnsNames,
+      ipAddresses: t.ipAddresses,
+      syncIntervalMs: t.syncIntervalSeconds * 1000,
+      overlapMs: t.overlapSeconds * 1000,
+      log: log.child({ component: 'shared-certs' }),
+    });
+  } catch (e) {
+    throw new ConfigError(`tls.secret ${t.namespace}/${t.secret}: ${(e as Error).message}`);
+  }
 }
 
 async function prepareCertificates(tls: Config['tls'], log: Logger): Promise<void> {

@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
 import { loadConfig } from '../../src/config/load.js';
+import { renderBundle } from '../../src/install/bundle.js';
+import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
+import { builtinFeatures } from '../../src/server/builtins.js';
 import { ensureAnnexService } from '../cluster/annex.js';
 import { describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
 
@@ -37,37 +40,93 @@ describeCluster('manifests/ (kustomize base)', () => {
       'Deployment/annex': 'annex-system',
       'Service/annex': 'annex-system',
       'ConfigMap/annex-config': 'annex-system',
-      'ClusterRole/annex:ca-injector': '',
-      'APIService/v1beta1.metrics.annex.dev': '',
-      'ValidatingWebhookConfiguration/annex-names': '',
-      'MutatingWebhookConfiguration/annex-defaults': '',
+      'ClusterRole/annex:registration': '',
+      'ClusterRole/annex:metrics-scraper': '',
+      'PodDisruptionBudget/annex': 'annex-system',
+      'Secret/annex-tls': 'annex-system',
+      'Lease/annex-tls': 'annex-system',
+      'Role/annex:shared-ca': 'annex-system',
       'CustomResourceDefinition/admissionpolicies.policy.annex.dev': '',
     });
+    // Registration follows readiness: kubectl creates placeholders only — no webhook to
+    // call, no caBundle; annex applies the real objects once ready.
+    for (const o of objs.filter((o) => o.kind.endsWith('WebhookConfiguration')))
+      expect(o.webhooks).toEqual([]);
+    for (const o of objs.filter((o) => o.kind === 'APIService'))
+      expect(o.spec).not.toHaveProperty('caBundle');
+    for (const o of objs)
+      expect([o.kind, o.metadata.labels]).toMatchObject([
+        o.kind,
+        { 'app.kubernetes.io/name': 'annex', 'app.kubernetes.io/part-of': 'annex' },
+      ]);
     const deploy = objs.find((o) => o.kind === 'Deployment');
+    expect(deploy.spec).toMatchObject({
+      replicas: 2,
+      strategy: { type: 'RollingUpdate', rollingUpdate: { maxUnavailable: 0 } },
+      template: {
+        spec: {
+          priorityClassName: 'system-cluster-critical',
+          nodeSelector: { 'kubernetes.io/os': 'linux' },
+        },
+      },
+    });
+    const anti = deploy.spec.template.spec.affinity.podAntiAffinity;
+    expect(anti.preferredDuringSchedulingIgnoredDuringExecution[0].podAffinityTerm).toEqual({
+      topologyKey: 'kubernetes.io/hostname',
+      labelSelector: { matchLabels: deploy.spec.selector.matchLabels },
+    });
+    const pdb = objs.find((o) => o.kind === 'PodDisruptionBudget');
+    expect(pdb.spec).toEqual({ minAvailable: 1, selector: deploy.spec.selector });
     expect(
       deploy.spec.template.spec.volumes.find((v: any) => v.name === 'config').configMap.name,
     ).toMatch(/^annex-config-[a-z0-9]{10}$/);
   });
 
-  it('ships a config that annex accepts, injecting exactly what its RBAC allows', async () => {
+  it('ships a config whose registrations are exactly what annex:registration allows, by name', async () => {
     const config = loadConfig({ file: join(repo, 'manifests', 'config.yaml') });
+    expect(config.registration.apply).toBe(true);
+    const rendered = renderObjects(declarationsOf(builtinFeatures(config)), serviceRefOf(config));
     const objs = parseAllDocuments(await kubectlOk(['kustomize', join(dir, 'manifests')])).map(
       (d) => d.toJSON(),
     );
-    const names = (kind: string) => objs.filter((o) => o.kind === kind).map((o) => o.metadata.name);
-    const injector = objs.find(
-      (o) => o.kind === 'ClusterRole' && o.metadata.name === 'annex:ca-injector',
+    const role = objs.find(
+      (o) => o.kind === 'ClusterRole' && o.metadata.name === 'annex:registration',
     );
-    const allowed = (resource: string) =>
-      injector.rules.find((r: any) => r.resources.includes(resource)).resourceNames;
-    expect(config.tls.inject.apiServices).toEqual(names('APIService'));
-    expect(config.tls.inject.apiServices).toEqual(allowed('apiservices'));
-    expect(config.tls.inject.validatingWebhooks).toEqual(names('ValidatingWebhookConfiguration'));
-    expect(config.tls.inject.validatingWebhooks).toEqual(
-      allowed('validatingwebhookconfigurations'),
+    // Order is not meaningful in RBAC: compare names sorted.
+    const byResource = Object.fromEntries(
+      role.rules.map((r: any) => [r.resources.join(), [r.verbs, [...r.resourceNames].sort()]]),
     );
-    expect(config.tls.inject.mutatingWebhooks).toEqual(names('MutatingWebhookConfiguration'));
-    expect(config.tls.inject.mutatingWebhooks).toEqual(allowed('mutatingwebhookconfigurations'));
+    const names = (kind: string) =>
+      rendered
+        .filter((o: any) => o.kind === kind)
+        .map((o: any) => o.metadata.name)
+        .sort();
+    const placeholders = (kind: string) =>
+      objs
+        .filter((o) => o.kind === kind)
+        .map((o) => o.metadata.name)
+        .sort();
+    for (const k of [
+      'APIService',
+      'ValidatingWebhookConfiguration',
+      'MutatingWebhookConfiguration',
+    ])
+      expect(placeholders(k)).toEqual(names(k));
+    expect(byResource).toEqual({
+      apiservices: [['patch'], names('APIService')],
+      validatingwebhookconfigurations: [['patch'], names('ValidatingWebhookConfiguration')],
+      mutatingwebhookconfigurations: [['patch'], names('MutatingWebhookConfiguration')],
+    });
+  });
+
+  it('annex install applies exactly what kubectl kustomize renders (one source)', async () => {
+    const strip = (o: any) => JSON.parse(JSON.stringify(o));
+    const key = (o: any) => `${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    const byKey = (l: any[]) => Object.fromEntries(l.map((o) => [key(o), strip(o)]));
+    const kustomized = parseAllDocuments(
+      await kubectlOk(['kustomize', join(dir, 'manifests')]),
+    ).map((d) => d.toJSON());
+    expect(byKey(renderBundle({ dir: join(dir, 'manifests') }))).toEqual(byKey(kustomized));
   });
 
   it("grants annex's ServiceAccount what it needs and nothing around it", async () => {
@@ -95,6 +154,9 @@ describeCluster('manifests/ (kustomize base)', () => {
       ['list', 'pods', '--all-namespaces'],
       ['patch', 'apiservices.apiregistration.k8s.io/v1beta1.metrics.annex.dev'],
       ['patch', 'validatingwebhookconfigurations.admissionregistration.k8s.io/annex-names'],
+      ['update', 'secrets/annex-tls', '-n', 'annex-system'],
+      ['get', 'leases.coordination.k8s.io/annex-tls', '-n', 'annex-system'],
+      ['update', 'leases.coordination.k8s.io/annex-tls', '-n', 'annex-system'],
       ['patch', 'mutatingwebhookconfigurations.admissionregistration.k8s.io/annex-defaults'],
       ['watch', 'admissionpolicies.policy.annex.dev'],
       ['patch', 'admissionpolicies.policy.annex.dev', '--subresource=status'],
@@ -110,7 +172,13 @@ describeCluster('manifests/ (kustomize base)', () => {
       ['patch', 'apiservices.apiregistration.k8s.io/v1.apps'],
       ['patch', 'validatingwebhookconfigurations.admissionregistration.k8s.io/someone-else'],
       ['create', 'apiservices.apiregistration.k8s.io'],
+      ['create', 'validatingwebhookconfigurations.admissionregistration.k8s.io'],
+      ['get', 'apiservices.apiregistration.k8s.io/v1beta1.metrics.annex.dev'],
+      ['delete', 'mutatingwebhookconfigurations.admissionregistration.k8s.io/annex-defaults'],
       ['get', 'secrets', '--all-namespaces'],
+      ['get', 'secrets/other', '-n', 'annex-system'],
+      ['create', 'secrets', '-n', 'annex-system'],
+      ['update', 'leases.coordination.k8s.io/kube-scheduler', '-n', 'kube-system'],
       ['get', 'configmaps', '-n', 'default'],
       ['create', 'pods', '-n', 'annex-system'],
       ['delete', 'nodes'],
@@ -141,6 +209,24 @@ describeCluster('manifests/ (kustomize base)', () => {
         }),
       );
       expect([group, review.status.allowed]).toEqual([group, true]);
+    }
+    // The scraper role, bound to a Prometheus ServiceAccount, allows /metrics and no more.
+    const prom = ['--as=system:serviceaccount:monitoring:prometheus'];
+    const canProm = async (...a: string[]) =>
+      (await kubectl(['auth', 'can-i', ...a, ...prom])).stdout.trim();
+    expect(await canProm('get', '/metrics')).toBe('no');
+    await kubectlOk([
+      'create',
+      'clusterrolebinding',
+      'test:annex-scraper',
+      '--clusterrole=annex:metrics-scraper',
+      '--serviceaccount=monitoring:prometheus',
+    ]);
+    try {
+      expect(await canProm('get', '/metrics')).toBe('yes');
+      expect(await canProm('list', 'nodes.metrics.annex.dev')).toBe('no');
+    } finally {
+      await kubectlOk(['delete', 'clusterrolebinding', 'test:annex-scraper']);
     }
   });
 
@@ -173,10 +259,11 @@ describeCluster('manifests/ (kustomize base)', () => {
           ),
         ),
       ).toBe(true);
+      expect(lines).toContain('poddisruptionbudget.policy/annex created (server dry run)');
       expect(lines).toContain(
         'apiservice.apiregistration.k8s.io/v1beta2.custom.metrics.k8s.io created (server dry run)',
       );
-      expect(lines).toHaveLength(32);
+      expect(lines).toHaveLength(38);
     } finally {
       await ensureAnnexService();
     }
