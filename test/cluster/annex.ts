@@ -8,6 +8,7 @@ import { request } from 'node:https';
 import { join } from 'node:path';
 import { loadConfig, type ConfigOverrides } from '../../src/config/load.js';
 import { createLogger, type Logger } from '../../src/log.js';
+import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
 import type { Feature } from '../../src/server/feature.js';
 import { startAnnex, type Annex } from '../../src/server/start.js';
 import * as wire from '../../src/devcluster/wire.js';
@@ -114,4 +115,23 @@ export function annexGet(
     req.on('error', reject);
     req.end();
   });
+}
+
+/**
+ * The registration objects of one of a test annex's features, as `annex manifests` renders
+ * them, pointed at that annex; the named webhooks reach it only from namespace `ns`.
+ */
+export function featureRegistrations(
+  annex: TestAnnex,
+  featureName: string,
+  confine: { webhooks: string[]; namespace: string },
+): any[] {
+  const feature = annex.annex.features.find((f) => f.name === featureName);
+  if (!feature) throw new Error(`test annex has no feature ${featureName}`);
+  const objs = renderObjects(declarationsOf([feature]), serviceRefOf(loadConfig({}))) as any[];
+  for (const o of objs)
+    for (const w of o.webhooks ?? [])
+      if (confine.webhooks.includes(w.name))
+        w.namespaceSelector = { matchLabels: { 'kubernetes.io/metadata.name': confine.namespace } };
+  return pointAtTestAnnex(objs, annex.port, annex.caBundle);
 }

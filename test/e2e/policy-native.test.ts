@@ -5,14 +5,12 @@
 // webhook's rules shrink to what it still evaluates. Stopping annex leaves the native
 // policy enforced — no webhook hop, nothing to block.
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { loadConfig } from '../../src/config/load.js';
-import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
 import { POLICY_LABEL } from '../../src/policy/cel/index.js';
 import {
   applyObjects,
   deleteObjects,
   ensureAnnexService,
-  pointAtTestAnnex,
+  featureRegistrations,
   startTestAnnex,
   type TestAnnex,
 } from '../cluster/annex.js';
@@ -48,17 +46,10 @@ describeCluster('AdmissionPolicies handed to the API server as CEL', () => {
       metrics: { enabled: false },
       policy: { enabled: true },
     } as any);
-    const feature = annex.annex.features.find((f) => f.name === 'policy')!;
-    const objs = renderObjects(declarationsOf([feature]), serviceRefOf(loadConfig({}))) as any[];
-    for (const o of objs)
-      for (const w of o.webhooks ?? [])
-        if (w.name === 'policies.annex.dev')
-          w.namespaceSelector = { matchLabels: { 'kubernetes.io/metadata.name': ns } };
-    registered = pointAtTestAnnex(
-      objs.filter((o) => o.kind !== 'APIService'),
-      annex.port,
-      annex.caBundle,
-    );
+    registered = featureRegistrations(annex, 'policy', {
+      webhooks: ['policies.annex.dev'],
+      namespace: ns,
+    }).filter((o) => o.kind !== 'APIService');
     await ensureAnnexService();
     await applyObjects(registered);
   }, 120_000);

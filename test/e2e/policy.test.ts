@@ -10,14 +10,12 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { checkFiles, loadPolicies } from '../../src/cli/check.js';
-import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
-import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
 import {
   applyObjects,
   deleteObjects,
   ensureAnnexService,
-  pointAtTestAnnex,
+  featureRegistrations,
   startTestAnnex,
   type TestAnnex,
 } from '../cluster/annex.js';
@@ -106,13 +104,10 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
       tls: { dir: a.certsDir },
     } as any);
 
-    const feature = a.annex.features.find((f) => f.name === 'policy')!;
-    const objs = renderObjects(declarationsOf([feature]), serviceRefOf(loadConfig({}))) as any[];
-    for (const o of objs)
-      for (const w of o.webhooks ?? [])
-        if (w.name === 'policies.annex.dev')
-          w.namespaceSelector = { matchLabels: { 'kubernetes.io/metadata.name': ns } };
-    registered = pointAtTestAnnex(objs, a.port, a.caBundle);
+    registered = featureRegistrations(a, 'policy', {
+      webhooks: ['policies.annex.dev'],
+      namespace: ns,
+    });
     await ensureAnnexService();
     await applyObjects(registered);
     await kubectlOk([
