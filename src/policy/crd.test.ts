@@ -2,26 +2,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parse } from 'yaml';
+import { untypedFields } from '../manifests/structural.js';
 import { POLICY_CRD_PATH, policyCrd, policyCrdFile } from './crd.js';
 import { policySpecSchema } from './schema.js';
 
 const repo = join(import.meta.dirname, '..', '..');
-
-/** Every place a structural schema breaks: an untyped field outside preserve-unknown-fields. */
-function untyped(schema: Record<string, unknown>, at: string): string[] {
-  if (schema['x-kubernetes-preserve-unknown-fields'] === true && !schema.properties) {
-    return typeof schema.type === 'string' ? [] : [at];
-  }
-  const out = typeof schema.type === 'string' ? [] : [at];
-  for (const [k, v] of Object.entries((schema.properties ?? {}) as Record<string, object>)) {
-    out.push(...untyped(v as Record<string, unknown>, `${at}.${k}`));
-  }
-  if (schema.items) out.push(...untyped(schema.items as Record<string, unknown>, `${at}[]`));
-  const extra = schema.additionalProperties;
-  if (typeof extra === 'object' && extra)
-    out.push(...untyped(extra as Record<string, unknown>, `${at}{}`));
-  return out;
-}
 
 describe('the AdmissionPolicy CRD', () => {
   it(`${POLICY_CRD_PATH} is the rendering of schema.ts`, () => {
@@ -74,7 +59,7 @@ describe('the AdmissionPolicy CRD', () => {
     const crd = policyCrd() as {
       spec: { versions: { schema: { openAPIV3Schema: Record<string, unknown> } }[] };
     };
-    expect(untyped(crd.spec.versions[0]!.schema.openAPIV3Schema, '')).toEqual([]);
+    expect(untypedFields(crd.spec.versions[0]!.schema.openAPIV3Schema, '')).toEqual([]);
     const rule = (
       policySpecSchema.properties as Record<
         string,
