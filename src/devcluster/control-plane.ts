@@ -145,7 +145,8 @@ export class ControlPlane {
       keyFile: p('user.key'),
     });
 
-    await this.waitReady(server, p('admin.crt'), p('admin.key'), pki.servingCa);
+    this.readyProbe = [server, p('admin.crt'), p('admin.key'), pki.servingCa];
+    await this.waitReady();
     const cm = opts.controllerManager;
     if (cm) {
       this.spawn('kube-controller-manager', [
@@ -183,12 +184,40 @@ export class ControlPlane {
     return this.info;
   }
 
+  /**
+   * Stops one process and keeps it stopped (a fault test's outage) until resume(): its
+   * exit is neither a crash nor a restart.
+   */
+  async pause(name: 'etcd' | 'kube-apiserver'): Promise<void> {
+    const child = this.running.get(name);
+    if (!child) throw new Error(`${name} is not running`);
+    this.paused.add(name);
+    const gone = new Promise((r) => child.once('exit', r));
+    child.kill('SIGKILL');
+    await gone;
+    this.procs = this.procs.filter((c) => c !== child);
+    this.running.delete(name);
+  }
+
+  /** Starts a paused process again (same flags, ports, data); kube-apiserver: until ready. */
+  async resume(name: 'etcd' | 'kube-apiserver'): Promise<void> {
+    if (!this.paused.delete(name)) throw new Error(`${name} is not paused`);
+    this.spawn(name, this.argsOf.get(name)!);
+    if (name === 'kube-apiserver') await this.waitReady();
+  }
+
+  private readonly paused = new Set<string>();
+  private readonly argsOf = new Map<string, string[]>();
+  private readonly running = new Map<string, ChildProcess>();
+
   private spawn(name: string, args: string[]): void {
+    this.argsOf.set(name, args);
     const out = openSync(join(this.dir, `${name}.log`), 'a');
     const child = spawn(join(this.binDir, name), args, { stdio: ['ignore', out, out] });
     writeFileSync(join(this.dir, `${name}.pid`), String(child.pid));
+    this.running.set(name, child);
     child.once('exit', (code, signal) => {
-      if (this.stopping) return;
+      if (this.stopping || this.paused.has(name)) return;
       const restart = join(this.dir, `${name}.restart`);
       if (existsSync(restart)) {
         // A test asked for a restart: same flags, same ports, same etcd.
@@ -203,11 +232,13 @@ export class ControlPlane {
   }
 
   private stopping = false;
+  private readyProbe?: [server: string, cert: string, key: string, ca: string];
   private crashed?: string;
 
   /** Polls /readyz with the admin certificate until every check passes (or 90 s). */
-  private async waitReady(server: string, cert: string, key: string, ca: string): Promise<void> {
+  private async waitReady(): Promise<void> {
     const { request } = await import('node:https');
+    const [server, cert, key, ca] = this.readyProbe!;
     const opts = { cert: readFileSync(cert), key: readFileSync(key), ca: readFileSync(ca) };
     const deadline = Date.now() + 90_000;
     let last = 'no answer';

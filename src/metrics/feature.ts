@@ -4,6 +4,7 @@
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config/load.js';
 import type { Feature, FeatureContext } from '../server/feature.js';
+import type { KubeList, Query } from '../kube/client.js';
 import { fileToken } from '../kube/token.js';
 import {
   metricsGroups,
@@ -64,13 +65,18 @@ function startKubelet(
     : !k.insecureSkipTLSVerify && process.env.KUBERNETES_SERVICE_HOST
       ? read(CLUSTER_CA)
       : undefined;
+  // A list that hangs (etcd down behind a live API server) must not hold up the tick: past
+  // half an interval the scraper goes on with the last list. The budget is per pause, so a
+  // large list that keeps streaming is not cut.
+  const timeoutMs = Math.min(kube.timeoutMs, (config.scrapeIntervalSeconds * 1000) / 2);
+  const list = async <T>(path: string, query?: Query) =>
+    (await kube.request<KubeList<T>>('GET', path, { query, timeoutMs })).items;
   return startMetrics({
     source: 'kubelet',
     intervalSeconds: config.scrapeIntervalSeconds,
     kubelet: {
-      listNodes: async () => (await kube.list<NodeLike>('/api/v1/nodes')).items,
-      listPods: async () =>
-        (await kube.list<PodLike>('/api/v1/pods', { fieldSelector: 'status.phase=Running' })).items,
+      listNodes: () => list<NodeLike>('/api/v1/nodes'),
+      listPods: () => list<PodLike>('/api/v1/pods', { fieldSelector: 'status.phase=Running' }),
       timeoutSeconds: k.timeoutSeconds,
       concurrency: k.concurrency,
       preferredAddressTypes: k.preferredAddressTypes,

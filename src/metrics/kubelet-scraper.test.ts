@@ -335,7 +335,7 @@ describe('KubeletScraper against a local HTTPS kubelet', () => {
     ]);
   });
 
-  it('keeps the previous data when listing nodes fails', async () => {
+  it('stores nothing when the first node list fails', async () => {
     const { s, batches, lines } = scraper({
       nodes: [],
       listNodes: () => Promise.reject(new Error('boom')),
@@ -344,6 +344,25 @@ describe('KubeletScraper against a local HTTPS kubelet', () => {
     await s.stop();
     expect(batches).toEqual([]);
     expect(lines.find((l) => l.msg === 'Failed to list nodes')).toMatchObject({ err: 'boom' });
+  });
+
+  it('keeps scraping the nodes of the last list while listing fails (API server down)', async () => {
+    let up = true;
+    const { s, batches, lines } = scraper({
+      nodes: [],
+      listNodes: async () => {
+        if (!up) throw new Error('API server gone');
+        return [node('w', kubelet.port)];
+      },
+    });
+    await s.tick();
+    up = false;
+    await s.tick();
+    await s.stop();
+    expect(batches.map((b) => b.nodes.map((n) => n.name))).toEqual([['w'], ['w']]);
+    expect(lines.find((l) => l.msg === 'Failed to list nodes; using the last list')).toMatchObject({
+      err: 'API server gone',
+    });
   });
 
   it('start() ticks at once and then every interval until stop()', async () => {

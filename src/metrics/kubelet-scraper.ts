@@ -129,6 +129,7 @@ export class KubeletScraper {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
   private lastPods: PodLike[] | undefined;
+  private lastNodes: NodeLike[] | undefined;
   /** When the newest tick started (ms), for a liveness check like metrics-server's. */
   lastTickStartedAt: number | undefined;
 
@@ -174,10 +175,17 @@ export class KubeletScraper {
     let nodes: NodeLike[];
     try {
       nodes = await this.opts.listNodes();
+      this.lastNodes = nodes;
     } catch (err) {
-      // Keep serving the previous data rather than wiping every node for a listing hiccup.
-      this.opts.log?.error({ err: errorText(err) }, 'Failed to list nodes');
-      return;
+      if (!this.lastNodes) {
+        this.opts.log?.error({ err: errorText(err) }, 'Failed to list nodes');
+        return;
+      }
+      // The API server (or its etcd) is down, not the kubelets: scrape the nodes of the last
+      // list, as metrics-server keeps scraping from its node informer's cache. Stopping
+      // would serve the last batch, unchanged and ageing, for the whole outage.
+      this.opts.log?.error({ err: errorText(err) }, 'Failed to list nodes; using the last list');
+      nodes = this.lastNodes;
     }
     const pods = await this.listPods();
     let token: string | undefined;

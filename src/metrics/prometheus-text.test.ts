@@ -64,6 +64,14 @@ describe('parsePrometheusText', () => {
     expect(() => parsePrometheusText(`ok 1\n${line}\n`)).toThrow(/^line 2:/);
   });
 
+  it.each(['m s3cr3t-value', 'm 1 s3cr3t-value', 'm{a="s3cr3t-value"}1'])(
+    'never quotes the offending text of %j (the message is logged)',
+    (line) => {
+      expect(() => parsePrometheusText(line)).toThrow(ParseError);
+      expect(() => parsePrometheusText(line)).not.toThrow(/s3cr3t/);
+    },
+  );
+
   it('fails the whole body on an error in a family it was not asked for', () => {
     expect(() => parsePrometheusText('wanted 1\nother{ 1\n', new Set(['wanted']))).toThrow();
   });

@@ -11,6 +11,10 @@ export interface Sample {
   timestampMs?: number;
 }
 
+/**
+ * Says where and what, never the offending text: the message reaches logs (a kubelet that
+ * answers garbage), and a body is data, not ours to copy there.
+ */
 export class ParseError extends Error {
   constructor(line: number, message: string) {
     super(`line ${line}: ${message}`);
@@ -91,11 +95,11 @@ function parseSampleLine(line: string, n: number): Sample {
     throw new ParseError(n, `expected a value and an optional timestamp for ${name}`);
   }
   const value = parseGoFloat(fields[0] ?? '');
-  if (value === undefined) throw new ParseError(n, `invalid value "${fields[0]}" for ${name}`);
+  if (value === undefined) throw new ParseError(n, `invalid value for ${name}`);
   const sample: Sample = { name, labels, value };
   if (fields.length === 2) {
     const ts = fields[1] ?? '';
-    if (!TIMESTAMP.test(ts)) throw new ParseError(n, `invalid timestamp "${ts}" for ${name}`);
+    if (!TIMESTAMP.test(ts)) throw new ParseError(n, `invalid timestamp for ${name}`);
     sample.timestampMs = Number(ts);
   }
   return sample;

@@ -9,7 +9,7 @@ import { createServer, type Server } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createCa, issue, type CertAndKey } from '../../src/certs/index.js';
-import { kubectl, kubectlOk } from './harness.js';
+import { kubectl, kubectlOk, type Identity } from './harness.js';
 
 export interface Usage {
   /** Cores (0.25 = 250m). Keep to multiples of 1/8 for exact rates. */
@@ -53,9 +53,21 @@ function seconds(ns: bigint): string {
 
 const nanocores = (cores: number) => BigInt(Math.round(cores * 1e9));
 
+/**
+ * How a test kubelet answers: `ok` as a kubelet; `hang` accepts the request and never
+ * answers; `garbage` answers 200 with text that is not the Prometheus format, carrying
+ * GARBAGE_CANARY (which must never reach a log).
+ */
+export type KubeletMode = 'ok' | 'hang' | 'garbage';
+
+export const GARBAGE_CANARY = 'kubelet-garbage-canary-7f3a';
+
 export class TestKubelet {
   /** Scrapes answered so far. */
   scrapes = 0;
+  /** Requests for /metrics/resource received, whatever the mode. */
+  requests = 0;
+  mode: KubeletMode = 'ok';
   private node: Usage;
   private pods: FakePod[];
   private nodeCpuNs = 1_000n * NS_PER_S;
@@ -91,6 +103,14 @@ export class TestKubelet {
     const server = createServer({ cert: leaf.certPem, key: leaf.keyPem }, (req, res) => {
       if (req.method !== 'GET' || req.url !== '/metrics/resource' || !holder.kubelet) {
         res.writeHead(404, { 'content-type': 'text/plain' }).end('404 page not found\n');
+        return;
+      }
+      holder.kubelet.requests++;
+      if (holder.kubelet.mode === 'hang') return; // close() drops the connection
+      if (holder.kubelet.mode === 'garbage') {
+        res
+          .writeHead(200, { 'content-type': 'text/plain; version=0.0.4' })
+          .end(`node_cpu_usage_seconds_total ${GARBAGE_CANARY}\n{{{ not metrics\n`);
         return;
       }
       res
@@ -178,8 +198,10 @@ export async function createNode(
   name: string,
   kubeletPort: number,
   allocatable: { cpu: string; memory: string },
+  as?: Identity,
 ): Promise<void> {
   await kubectlOk(['apply', '-f', '-'], {
+    ...(as ? { as } : {}),
     input: JSON.stringify({ apiVersion: 'v1', kind: 'Node', metadata: { name } }),
   });
   const status = {
@@ -191,20 +213,24 @@ export async function createNode(
     capacity: { ...allocatable, pods: '110' },
     allocatable: { ...allocatable, pods: '110' },
   };
-  await kubectlOk([
-    'patch',
-    'node',
-    name,
-    '--subresource=status',
-    '--type=merge',
-    '-p',
-    JSON.stringify({ status }),
-  ]);
+  await kubectlOk(
+    [
+      'patch',
+      'node',
+      name,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status }),
+    ],
+    as ? { as } : {},
+  );
 }
 
 /** A Pod bound to `node` with the fake pod's containers, its status patched to Running. */
-export async function createRunningPod(pod: FakePod, node: string): Promise<void> {
+export async function createRunningPod(pod: FakePod, node: string, as?: Identity): Promise<void> {
   await kubectlOk(['apply', '-f', '-'], {
+    ...(as ? { as } : {}),
     input: JSON.stringify({
       apiVersion: 'v1',
       kind: 'Pod',
@@ -218,17 +244,20 @@ export async function createRunningPod(pod: FakePod, node: string): Promise<void
       },
     }),
   });
-  await kubectlOk([
-    'patch',
-    'pod',
-    pod.name,
-    '-n',
-    pod.namespace,
-    '--subresource=status',
-    '--type=merge',
-    '-p',
-    JSON.stringify({ status: { phase: 'Running' } }),
-  ]);
+  await kubectlOk(
+    [
+      'patch',
+      'pod',
+      pod.name,
+      '-n',
+      pod.namespace,
+      '--subresource=status',
+      '--type=merge',
+      '-p',
+      JSON.stringify({ status: { phase: 'Running' } }),
+    ],
+    as ? { as } : {},
+  );
 }
 
 export interface FakeNode {

@@ -372,17 +372,18 @@ describeCluster('delegated authn/authz', (c) => {
     expect((await call('/readyz')).status).toBe(200);
   });
 
-  it('denies (403, never allows) when the SubjectAccessReview cannot be made', async () => {
+  it('refuses (500 as k8s.io/apiserver, never allows) when the SubjectAccessReview cannot be made', async () => {
     const user = `someone-${rand}`;
     const r = await call(podsPath(), {
       ...frontProxy(),
       headers: { 'X-Remote-User': user },
       on: brokenServer,
     });
-    expect(r.status).toBe(403);
-    expect(r.body.message).toBe(
-      `pods.${GROUP} is forbidden: User "${user}" cannot list resource "pods" in API group "${GROUP}" in the namespace "${ns}": ${REVIEW_FAILED_REASON}`,
-    );
+    expect(r.status).toBe(500);
+    expect(r.body).toMatchObject({
+      reason: 'InternalError',
+      message: `Internal error occurred: ${REVIEW_FAILED_REASON}`,
+    });
   });
 
   it('keeps the authentication configmap current through its watch', async () => {

@@ -110,11 +110,12 @@ describe('authorize', () => {
     expect(asked.length).toBe(before);
   });
 
-  it('denies when the review fails, and when nobody authenticated', async () => {
+  it('refuses with a 500 when the review fails (as k8s.io/apiserver), and 401 when nobody authenticated', async () => {
     const broken = { name: 'broken', groups: [], extra: {} };
     expect(await run(mw, 'GET', '/apis/metrics.annex.dev/v1beta1/nodes', broken)).toMatchObject({
-      code: 403,
-      message: `nodes.metrics.annex.dev is forbidden: User "broken" cannot list resource "nodes" in API group "metrics.annex.dev" at the cluster scope: ${REVIEW_FAILED_REASON}`,
+      code: 500,
+      reason: 'InternalError',
+      message: `Internal error occurred: ${REVIEW_FAILED_REASON}`,
     });
     expect(await run(mw, 'GET', '/apis/metrics.annex.dev/v1beta1/nodes')).toMatchObject({
       code: 401,

@@ -1,10 +1,18 @@
 // May the authenticated user do what the request asks? As k8s.io/apiserver's delegating
 // authorizer: system:masters and the probe paths always; anything else by a
-// SubjectAccessReview built from the RequestInfo. No answer means no: 403, never allow.
+// SubjectAccessReview built from the RequestInfo. No answer means no, never allow: a 500
+// InternalError Status, as k8s.io/apiserver's WithAuthorization answers when its
+// authorizer errs (the caller may well be allowed; a 403 would send them chasing RBAC).
 import type Koa from 'koa';
 import type { Logger } from '../../log.js';
 import { requestInfoOf, type RequestInfo } from '../request-info.js';
-import { forbidden, forbiddenPath, unauthorized, type StatusError } from '../status.js';
+import {
+  forbidden,
+  forbiddenPath,
+  internalError,
+  unauthorized,
+  type StatusError,
+} from '../status.js';
 import type { AccessReviewer, SubjectAccessReviewSpec } from './subject-access-review.js';
 import { ALWAYS_ALLOW_PATHS, MASTERS_GROUP, type UserInfo } from './types.js';
 
@@ -15,7 +23,7 @@ export interface AuthorizeOptions {
   alwaysAllowGroups?: readonly string[];
 }
 
-/** The tail of the 403 message when the SubjectAccessReview itself failed. */
+/** The 500 message (after "Internal error occurred: ") when the SubjectAccessReview itself failed. */
 export const REVIEW_FAILED_REASON = 'the SubjectAccessReview could not be completed';
 
 /** The SubjectAccessReview spec kube-apiserver would send for this user and request. */
@@ -75,7 +83,7 @@ export function authorize(opts: AuthorizeOptions): Koa.Middleware {
         { path: info.path, verb: info.verb, error: (e as Error).message },
         'SubjectAccessReview failed; denying',
       );
-      throw denial(user, info, REVIEW_FAILED_REASON);
+      throw internalError(REVIEW_FAILED_REASON);
     }
     if (!decision.allowed) throw denial(user, info, decision.reason);
     await next();
