@@ -324,4 +324,64 @@ describe('KubeClient.watch', () => {
     expect(calls).toBe(after); // stopped means stopped
     k.close();
   });
+
+  it('reconnects a watch backing off after a connection failure at the next answer from the server', async () => {
+    const watchAt: number[] = [];
+    handler = (req, res, url) => {
+      if (url.pathname === '/ok') return json(res, 200, {});
+      watchAt.push(Date.now());
+      if (watchAt.length === 1) return void req.socket.destroy(); // the server went away
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write('');
+    };
+    const errors: Error[] = [];
+    const k = client();
+    const stop = k.watch(
+      '/w',
+      { resourceVersion: '1', backoff: { initialMs: 5000, maxMs: 5000 } },
+      () => {},
+      (e) => errors.push(e),
+    );
+    while (errors.length === 0) await new Promise((r) => setTimeout(r, 10));
+    expect(errors[0]).toBeInstanceOf(KubeUnreachableError);
+    const answeredAt = Date.now();
+    await k.get('/ok'); // any answer: the server is back
+    while (watchAt.length < 2 && Date.now() - answeredAt < 3000)
+      await new Promise((r) => setTimeout(r, 10));
+    stop();
+    k.close();
+    expect(watchAt.length).toBe(2);
+    expect(watchAt[1]! - answeredAt).toBeLessThan(1000); // not the 4–6 s backoff
+  });
+
+  it('starts the backoff afresh after a watch that stood for a while', async () => {
+    const watchAt: number[] = [];
+    handler = (req, res) => {
+      watchAt.push(Date.now());
+      if (watchAt.length <= 3)
+        return json(res, 503, { kind: 'Status', code: 503, reason: 'ServiceUnavailable' });
+      if (watchAt.length === 4) {
+        // Healthy for 1.2 s, then the server goes: the next retry is a new outage's first.
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.write('');
+        setTimeout(() => res.destroy(), 1200);
+        return;
+      }
+      json(res, 503, { kind: 'Status', code: 503, reason: 'ServiceUnavailable' });
+    };
+    const k = client();
+    const stop = k.watch(
+      '/w',
+      { resourceVersion: '1', backoff: { initialMs: 50, maxMs: 10_000 } },
+      () => {},
+      () => {},
+    );
+    const deadline = Date.now() + 8000;
+    while (watchAt.length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 10));
+    stop();
+    k.close();
+    expect(watchAt.length).toBe(5);
+    // Backoffs 50, 100, 200 ms, then the healthy watch; without the reset the gap would be ≥ 320 ms.
+    expect(watchAt[4]! - watchAt[3]! - 1200).toBeLessThan(250);
+  });
 });

@@ -75,6 +75,8 @@ export class KubeClient {
   /** The agent for an exec plugin's client certificate, and the ones it replaced. */
   private certAgent?: { cert: Buffer; key: Buffer; agent: Agent };
   private readonly retired: Agent[] = [];
+  /** Waiting for any answer from the API server (onceAnswered). */
+  private readonly answered = new Set<() => void>();
   readonly timeoutMs: number;
 
   /**
@@ -154,6 +156,7 @@ export class KubeClient {
         }, budget);
         r.on('response', (res) => {
           clearTimeout(timer);
+          if (this.answered.size) this.notifyAnswered();
           // A rejected credential is dropped at once, for this caller's retry and the next ones.
           const retry = res.statusCode === 401 && !!cred && !!auth?.rejected(cred);
           resolve({ res, retry });
@@ -174,6 +177,23 @@ export class KubeClient {
         req?.destroy();
       },
     };
+  }
+
+  /**
+   * Calls `cb` once, when the API server next answers any request of this client (a
+   * response head, whatever its code). Watches backing off after a connection failure use
+   * it to reconnect as soon as the server is back, not when their backoff ends. Returns an
+   * unsubscribe.
+   */
+  onceAnswered(cb: () => void): () => void {
+    this.answered.add(cb);
+    return () => this.answered.delete(cb);
+  }
+
+  private notifyAnswered(): void {
+    const cbs = [...this.answered];
+    this.answered.clear();
+    for (const cb of cbs) cb();
   }
 
   /** Opens a request and resolves on the response head; the caller reads (or aborts) the body. */

@@ -1,9 +1,11 @@
 // A reflector in miniature: list (when there is no resourceVersion to start from), then
 // watch from the list's resourceVersion; on a clean end, resume from the last version
-// seen; on 410 Gone (history compacted), list again; on failure, back off and retry.
+// seen; on 410 Gone (history compacted), list again; on failure, back off and retry. A
+// backoff after a connection failure ends early at the client's next answer from the API
+// server (it is back), and a watch that stood for a while starts the next backoff afresh.
 import type { IncomingMessage } from 'node:http';
 import type { KubeClient, Query } from './client.js';
-import { KubeApiError, statusFromBody, type KubeStatus } from './errors.js';
+import { KubeApiError, KubeUnreachableError, statusFromBody, type KubeStatus } from './errors.js';
 
 export type WatchEvent<T> =
   | { type: 'ADDED' | 'MODIFIED' | 'DELETED' | 'BOOKMARK'; object: T }
@@ -51,11 +53,17 @@ export function startWatch<T>(
     }
   };
 
-  const sleep = (ms: number) =>
+  /** Connected this long, a watch was healthy: what fails next is a new outage. */
+  const HEALTHY_MS = 1000;
+  let connectedAt: number | undefined;
+
+  const sleep = (ms: number, untilAnswered: boolean) =>
     new Promise<void>((resolve) => {
       wake = resolve;
       sleepTimer = setTimeout(resolve, ms);
-    });
+      const off = untilAnswered ? client.onceAnswered(resolve) : undefined;
+      if (off) wake = () => (off(), resolve());
+    }).finally(() => clearTimeout(sleepTimer));
 
   async function relist(): Promise<void> {
     const list = await client.list<T>(path, opts.query);
@@ -80,6 +88,7 @@ export function startWatch<T>(
     abortCurrent = handle.abort;
     const res = await handle.response;
     const code = res.statusCode ?? 0;
+    if (code >= 200 && code < 300) connectedAt = Date.now();
     if (code < 200 || code >= 300) {
       const text = await new Promise<string>((resolve) => {
         let t = '';
@@ -162,6 +171,8 @@ export function startWatch<T>(
   void (async () => {
     let expiredInARow = 0;
     while (!stopped) {
+      let unreachable = false;
+      connectedAt = undefined;
       try {
         if (rv === undefined) await relist();
         if (stopped) break;
@@ -178,10 +189,12 @@ export function startWatch<T>(
           rv = undefined; // history compacted: the next turn lists again
           if (expiredInARow++ === 0) continue;
         } else {
+          unreachable = err instanceof KubeUnreachableError;
           onError(err as Error);
         }
       }
-      await sleep(delay * (0.8 + Math.random() * 0.4));
+      if (connectedAt !== undefined && Date.now() - connectedAt > HEALTHY_MS) delay = initialMs;
+      await sleep(delay * (0.8 + Math.random() * 0.4), unreachable);
       delay = Math.min(delay * 2, maxMs);
     }
   })();
