@@ -384,4 +384,30 @@ describe('KubeClient.watch', () => {
     // Backoffs 50, 100, 200 ms, then the healthy watch; without the reset the gap would be ≥ 320 ms.
     expect(watchAt[4]! - watchAt[3]! - 1200).toBeLessThan(250);
   });
+
+  it('backs off from the start again once the server that went away answers', async () => {
+    const watchAt: number[] = [];
+    handler = (req, res, url) => {
+      if (url.pathname === '/ok') return json(res, 200, {});
+      watchAt.push(Date.now());
+      if (watchAt.length <= 3) return void req.socket.destroy();
+      json(res, 503, { kind: 'Status', code: 503, reason: 'ServiceUnavailable' }); // still starting
+    };
+    const k = client();
+    const stop = k.watch(
+      '/w',
+      { resourceVersion: '1', backoff: { initialMs: 100, maxMs: 100_000 } },
+      () => {},
+      () => {},
+    );
+    const deadline = Date.now() + 8000;
+    while (watchAt.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    await k.get('/ok'); // during the third backoff (~400 ms): the server is back
+    while (watchAt.length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
+    stop();
+    k.close();
+    expect(watchAt.length).toBe(5);
+    // 80–120 ms, not the doubled 640–960 ms the outage had reached.
+    expect(watchAt[4]! - watchAt[3]!).toBeLessThan(400);
+  });
 });

@@ -57,12 +57,13 @@ export function startWatch<T>(
   const HEALTHY_MS = 1000;
   let connectedAt: number | undefined;
 
+  /** Resolves true when the API server answered (it is back) before `ms` ran out. */
   const sleep = (ms: number, untilAnswered: boolean) =>
-    new Promise<void>((resolve) => {
-      wake = resolve;
-      sleepTimer = setTimeout(resolve, ms);
-      const off = untilAnswered ? client.onceAnswered(resolve) : undefined;
-      if (off) wake = () => (off(), resolve());
+    new Promise<boolean>((resolve) => {
+      wake = () => resolve(false);
+      sleepTimer = setTimeout(() => resolve(false), ms);
+      const off = untilAnswered ? client.onceAnswered(() => resolve(true)) : undefined;
+      if (off) wake = () => (off(), resolve(false));
     }).finally(() => clearTimeout(sleepTimer));
 
   async function relist(): Promise<void> {
@@ -194,8 +195,10 @@ export function startWatch<T>(
         }
       }
       if (connectedAt !== undefined && Date.now() - connectedAt > HEALTHY_MS) delay = initialMs;
-      await sleep(delay * (0.8 + Math.random() * 0.4), unreachable);
-      delay = Math.min(delay * 2, maxMs);
+      const back = await sleep(delay * (0.8 + Math.random() * 0.4), unreachable);
+      // A server that just came back may still answer 429/503 while it starts: back off
+      // from the start again rather than from where the outage left the delay.
+      delay = back ? initialMs : Math.min(delay * 2, maxMs);
     }
   })();
 
