@@ -410,4 +410,31 @@ describe('KubeClient.watch', () => {
     // 80–120 ms, not the doubled 640–960 ms the outage had reached.
     expect(watchAt[4]! - watchAt[3]!).toBeLessThan(400);
   });
+
+  it('while the server comes back (503s), 2xx answers cut five backoffs short, then it backs off', async () => {
+    const watchAt: number[] = [];
+    handler = (req, res, url) => {
+      if (url.pathname === '/ok') return json(res, 200, {});
+      watchAt.push(Date.now());
+      if (watchAt.length === 1) return void req.socket.destroy();
+      json(res, 503, { kind: 'Status', code: 503, reason: 'ServiceUnavailable' }); // still starting
+    };
+    const k = client();
+    const stop = k.watch(
+      '/w',
+      { resourceVersion: '1', backoff: { initialMs: 2000, maxMs: 2000 } },
+      () => {},
+      () => {},
+    );
+    while (watchAt.length < 1) await new Promise((r) => setTimeout(r, 5));
+    const t0 = Date.now();
+    while (Date.now() - t0 < 1500) {
+      await k.get('/ok'); // other requests of the client succeed meanwhile
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    stop();
+    k.close();
+    // The first try and five early ones; without the bound every 2xx would wake it.
+    expect(watchAt.length).toBe(6);
+  });
 });

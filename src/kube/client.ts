@@ -156,7 +156,8 @@ export class KubeClient {
         }, budget);
         r.on('response', (res) => {
           clearTimeout(timer);
-          if (this.answered.size) this.notifyAnswered();
+          const ok = (res.statusCode ?? 0) >= 200 && (res.statusCode ?? 0) < 300;
+          if (ok && this.answered.size) this.notifyAnswered();
           // A rejected credential is dropped at once, for this caller's retry and the next ones.
           const retry = res.statusCode === 401 && !!cred && !!auth?.rejected(cred);
           resolve({ res, retry });
@@ -180,10 +181,9 @@ export class KubeClient {
   }
 
   /**
-   * Calls `cb` once, when the API server next answers any request of this client (a
-   * response head, whatever its code). Watches backing off after a connection failure use
-   * it to reconnect as soon as the server is back, not when their backoff ends. Returns an
-   * unsubscribe.
+   * Calls `cb` once, when the API server next answers a request of this client with a 2xx
+   * (it serves again). Watches backing off after a connection failure use it to reconnect
+   * as soon as the server is back, not when their backoff ends. Returns an unsubscribe.
    */
   onceAnswered(cb: () => void): () => void {
     this.answered.add(cb);

@@ -1,7 +1,7 @@
 // A reflector in miniature: list (when there is no resourceVersion to start from), then
 // watch from the list's resourceVersion; on a clean end, resume from the last version
 // seen; on 410 Gone (history compacted), list again; on failure, back off and retry. A
-// backoff after a connection failure ends early at the client's next answer from the API
+// backoff after a connection failure ends early at the client's next 2xx answer from the API
 // server (it is back), and a watch that stood for a while starts the next backoff afresh.
 import type { IncomingMessage } from 'node:http';
 import type { KubeClient, Query } from './client.js';
@@ -56,8 +56,16 @@ export function startWatch<T>(
   /** Connected this long, a watch was healthy: what fails next is a new outage. */
   const HEALTHY_MS = 1000;
   let connectedAt: number | undefined;
+  /**
+   * Backoffs left that the client's next 2xx answer may cut short. A connection failure
+   * sets it: while the server comes back it may answer 429/503/404 (storage and CRD
+   * handlers still starting) for seconds, and each of those would double the delay again.
+   * Bounded, so a path that keeps failing while others succeed backs off as usual.
+   */
+  const EARLY_WAKES = 5;
+  let earlyWakes = 0;
 
-  /** Resolves true when the API server answered (it is back) before `ms` ran out. */
+  /** Resolves true when the client got a 2xx answer (the server is back) before `ms` ran out. */
   const sleep = (ms: number, untilAnswered: boolean) =>
     new Promise<boolean>((resolve) => {
       wake = () => resolve(false);
@@ -172,7 +180,6 @@ export function startWatch<T>(
   void (async () => {
     let expiredInARow = 0;
     while (!stopped) {
-      let unreachable = false;
       connectedAt = undefined;
       try {
         if (rv === undefined) await relist();
@@ -190,14 +197,18 @@ export function startWatch<T>(
           rv = undefined; // history compacted: the next turn lists again
           if (expiredInARow++ === 0) continue;
         } else {
-          unreachable = err instanceof KubeUnreachableError;
+          if (err instanceof KubeUnreachableError) earlyWakes = EARLY_WAKES;
           onError(err as Error);
         }
       }
-      if (connectedAt !== undefined && Date.now() - connectedAt > HEALTHY_MS) delay = initialMs;
-      const back = await sleep(delay * (0.8 + Math.random() * 0.4), unreachable);
-      // A server that just came back may still answer 429/503 while it starts: back off
-      // from the start again rather than from where the outage left the delay.
+      if (connectedAt !== undefined) {
+        earlyWakes = 0; // connected: the server is back
+        if (Date.now() - connectedAt > HEALTHY_MS) delay = initialMs;
+      }
+      const back = await sleep(delay * (0.8 + Math.random() * 0.4), earlyWakes > 0);
+      if (back) earlyWakes--;
+      // Woken by the server serving again: back off from the start, not from where the
+      // outage left the delay.
       delay = back ? initialMs : Math.min(delay * 2, maxMs);
     }
   })();

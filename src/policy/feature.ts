@@ -189,6 +189,9 @@ export function mutateWith(
   return changed && object ? mutate(object) : allow();
 }
 
+const selectsNamespaces = (p: CompiledPolicy) =>
+  !!(p.match.namespaceSelector || p.exclude?.namespaceSelector);
+
 const registration = (extra: object = {}) => ({
   name: POLICY_WEBHOOK,
   // The union of the policies' rules, kept current at run time (none until one is ready).
@@ -206,9 +209,24 @@ export function policyFeature(config: Config): Feature {
   const set = new PolicySet();
   const log = new DecisionLog({ maxEntries: settings.decisionLog.maxEntries, replica: instance });
   const namespaceLabels = new Map<string, Record<string, string>>();
-  const matchCtx = (req: AdmissionRequest): MatchContext => {
-    const labels = req.namespace ? namespaceLabels.get(req.namespace) : undefined;
-    return { annexNamespace: config.tls.namespace, ...(labels ? { namespaceLabels: labels } : {}) };
+  /**
+   * The request's namespace labels from the watch. One it has not delivered yet (just
+   * created, or the watch is behind) is read from the API server when a policy's selector
+   * needs it, as the API server's own namespace matcher does; if that read fails, the
+   * review fails, and the webhook's failurePolicy (Fail) refuses the request rather than
+   * match it against no labels.
+   */
+  const matchCtx = async (req: AdmissionRequest): Promise<MatchContext> => {
+    const ctx = { annexNamespace: config.tls.namespace };
+    if (!req.namespace) return ctx;
+    let labels = namespaceLabels.get(req.namespace);
+    if (!labels && kube && onWebhook.some(selectsNamespaces)) {
+      const ns = await kube.get<{ metadata?: { labels?: Record<string, string> } }>(
+        `/api/v1/namespaces/${encodeURIComponent(req.namespace)}`,
+      );
+      labels = ns.metadata?.labels ?? {};
+    }
+    return labels ? { ...ctx, namespaceLabels: labels } : ctx;
   };
 
   let kube: KubeClient | null = null;
@@ -261,8 +279,8 @@ export function policyFeature(config: Config): Feature {
     description:
       "annex's AdmissionPolicies (policy.annex.dev): Deny, Warn and Audit. annex keeps `rules` equal to what the policies match.",
     registrations: [registration()],
-    admit: (req) => {
-      const { verdict, decisions } = decide(onWebhook, req, matchCtx(req));
+    admit: async (req) => {
+      const { verdict, decisions } = decide(onWebhook, req, await matchCtx(req));
       record(decisions, req);
       return verdict;
     },
@@ -274,7 +292,7 @@ export function policyFeature(config: Config): Feature {
     description:
       "annex's AdmissionPolicies (policy.annex.dev): mutate rules. annex keeps `rules` equal to what the policies match.",
     registrations: [registration({ reinvocationPolicy: 'Never' })],
-    admit: (req) => mutateWith(onWebhook, req, matchCtx(req)),
+    admit: async (req) => mutateWith(onWebhook, req, await matchCtx(req)),
   };
   const check = validatingWebhook({
     name: 'admissionpolicies.annex.dev',

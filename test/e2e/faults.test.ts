@@ -29,6 +29,17 @@ const NODES = `/apis/${GROUP}/v1beta1/nodes`;
 const NS = 'faults';
 const INTERVAL_S = 2;
 const SCRAPE_TIMEOUT_S = 1;
+const WARN_SPEC = {
+  match: { kinds: ['apps/Deployment'] },
+  actions: ['Warn'],
+  validate: [{ name: 'label', path: '$.metadata.labels.app', required: true }],
+};
+/** Denies unlabelled Deployments in namespaces labelled team=x: it needs namespace labels. */
+const TEAM_SPEC = {
+  match: { kinds: ['apps/Deployment'], namespaceSelector: { matchLabels: { team: 'x' } } },
+  actions: ['Deny'],
+  validate: [{ name: 'label', path: '$.metadata.labels.app', required: true }],
+};
 
 interface Answer {
   status: number;
@@ -77,8 +88,10 @@ describeCluster('dependency faults (own control plane)', (shared) => {
   function direct(
     path: string,
     id: { token?: string; proxy?: { user: string; groups?: string[]; cert?: [string, string] } },
+    body?: unknown,
   ): Promise<Answer> {
     const headers: Record<string, string | string[]> = { accept: 'application/json' };
+    if (body !== undefined) headers['content-type'] = 'application/json';
     if (id.token) headers.authorization = `Bearer ${id.token}`;
     if (id.proxy) {
       headers['x-remote-user'] = id.proxy.user;
@@ -91,6 +104,7 @@ describeCluster('dependency faults (own control plane)', (shared) => {
           host: '127.0.0.1',
           port: annex.port,
           path,
+          method: body === undefined ? 'GET' : 'POST',
           headers,
           ca: readFileSync(join(annex.certsDir, 'ca.crt')),
           servername: 'localhost',
@@ -112,9 +126,43 @@ describeCluster('dependency faults (own control plane)', (shared) => {
         },
       );
       req.on('error', reject);
-      req.end();
+      req.end(body === undefined ? undefined : JSON.stringify(body));
     });
   }
+  /** An AdmissionReview of a Deployment without labels, as the API server would send it. */
+  const admitDeployment = async (namespace: string) => {
+    const object = {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      metadata: { name: 'web', namespace },
+      spec: { template: { spec: { containers: [{ name: 'c', image: 'nginx' }] } } },
+    };
+    const r = await direct(
+      '/validate/policies?timeout=5s',
+      {},
+      {
+        apiVersion: 'admission.k8s.io/v1',
+        kind: 'AdmissionReview',
+        request: {
+          uid: `uid-${namespace}`,
+          kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+          resource: { group: 'apps', version: 'v1', resource: 'deployments' },
+          requestKind: { group: 'apps', version: 'v1', kind: 'Deployment' },
+          requestResource: { group: 'apps', version: 'v1', resource: 'deployments' },
+          namespace,
+          name: 'web',
+          operation: 'CREATE',
+          userInfo: { username: 'someone' },
+          object,
+          oldObject: null,
+          dryRun: false,
+          options: { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions' },
+        },
+      },
+    );
+    expect(r.status).toBe(200);
+    return r.body.response;
+  };
   const masters = { proxy: { user: 'faults-admin', groups: ['system:masters'] } };
   /** Node names annex serves (asked as system:masters: no SubjectAccessReview needed). */
   const servedNodes = async () => {
@@ -217,6 +265,8 @@ describeCluster('dependency faults (own control plane)', (shared) => {
     );
     await k(['wait', '--for=condition=Available', `apiservice/v1beta1.${GROUP}`, '--timeout=60s']);
     await until('both nodes served', async () => (await servedNodes()).length === 2, 20_000);
+    await k(['label', 'namespace', NS, 'team=x']);
+    await policySeen('team-x', TEAM_SPEC);
     report(`setup ${Date.now() - t0} ms`);
   });
 
@@ -303,18 +353,14 @@ describeCluster('dependency faults (own control plane)', (shared) => {
     );
   }
   /** Creates an AdmissionPolicy; resolves when annex's watch compiled it and wrote status.ready. */
-  async function policySeen(name: string): Promise<void> {
+  async function policySeen(name: string, spec: object = WARN_SPEC): Promise<void> {
     await kRetry(
       ['apply', '-f', '-'],
       JSON.stringify({
         apiVersion: 'policy.annex.dev/v1alpha1',
         kind: 'AdmissionPolicy',
         metadata: { name },
-        spec: {
-          match: { kinds: ['apps/Deployment'] },
-          actions: ['Warn'],
-          validate: [{ name: 'label', path: '$.metadata.labels.app', required: true }],
-        },
+        spec,
       }),
     );
     await until('policy status written', async () => {
@@ -361,6 +407,18 @@ describeCluster('dependency faults (own control plane)', (shared) => {
     expect(s.status).toBe(500);
     expect(s.body).toMatchObject({ kind: 'Status', reason: 'InternalError', code: 500 });
     expect(s.body.message).toContain('SubjectAccessReview');
+    // Admission decides from what the watches hold; a namespace they do not hold must be
+    // read, and that read failing fails the review: failurePolicy Fail refuses the request.
+    await until('team=x seen', async () => (await admitDeployment(NS)).allowed === false, 5000);
+    expect(await admitDeployment(NS)).toMatchObject({ allowed: false, status: { code: 422 } });
+    const unknown = await admitDeployment('not-watched');
+    expect(unknown).toMatchObject({
+      allowed: false,
+      status: { code: 500, reason: 'InternalError' },
+    });
+    expect(unknown.status.message).toBe(
+      'annex webhook "policies.annex.dev" failed: KubeUnreachableError',
+    );
     // Probes and webhooks need no API server: annex stays live and ready.
     expect((await direct('/livez', {})).status).toBe(200);
     expect((await direct('/readyz', {})).status).toBe(200);
