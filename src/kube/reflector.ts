@@ -66,13 +66,17 @@ export function startWatch<T>(
   let earlyWakes = 0;
 
   /** Resolves true when the client got a 2xx answer (the server is back) before `ms` ran out. */
-  const sleep = (ms: number, untilAnswered: boolean) =>
-    new Promise<boolean>((resolve) => {
+  const sleep = (ms: number, untilAnswered: boolean) => {
+    let off: (() => void) | undefined;
+    return new Promise<boolean>((resolve) => {
       wake = () => resolve(false);
       sleepTimer = setTimeout(() => resolve(false), ms);
-      const off = untilAnswered ? client.onceAnswered(() => resolve(true)) : undefined;
-      if (off) wake = () => (off(), resolve(false));
-    }).finally(() => clearTimeout(sleepTimer));
+      if (untilAnswered) off = client.onceAnswered(() => resolve(true));
+    }).finally(() => {
+      clearTimeout(sleepTimer);
+      off?.(); // a timer that ran out leaves no callback behind
+    });
+  };
 
   async function relist(): Promise<void> {
     const list = await client.list<T>(path, opts.query);
