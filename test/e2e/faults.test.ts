@@ -209,8 +209,8 @@ describeCluster('dependency faults (own control plane)', (shared) => {
     );
     expect(await servedNodes()).toEqual(['node-a']);
     expect(await servedPods()).toEqual(['node-a-pod']);
-    // One interval to the next tick, the scrape timeout, and the tick itself.
-    expect(hung).toBeLessThan((INTERVAL_S + SCRAPE_TIMEOUT_S + 1) * 1000);
+    // One interval to the next tick and the scrape timeout (+2 s for a busy machine).
+    expect(hung).toBeLessThan((INTERVAL_S + SCRAPE_TIMEOUT_S + 2) * 1000);
     expect(linesWith('timeout to access kubelet').some((l) => l.includes('"node":"node-b"'))).toBe(
       true,
     );
@@ -441,8 +441,9 @@ describeCluster('dependency faults (own control plane)', (shared) => {
           'json',
         ]),
       ).data['requestheader-client-ca-file'] as string;
+    // kube-apiserver's trust controller publishes its CAs right after it starts.
+    await until('new CA published', async () => (await bundle()).includes(newCa.trim()), 30_000);
     const published = await bundle();
-    expect(published).toContain(newCa.trim());
     const oldCert: [string, string] = [
       p('old-front-proxy-client.crt'),
       p('old-front-proxy-client.key'),
