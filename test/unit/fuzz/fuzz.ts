@@ -80,21 +80,27 @@ export const value: fc.Arbitrary<Json> = fc.oneof(
   },
 );
 
-/** One change to a JSON document: walk `steps` from a start, then act there. */
-export const mutation = fc.record({
-  // Mostly inside the start; one change in five anywhere in the document.
-  fromRoot: fc.oneof(
-    { weight: 1, arbitrary: fc.constant(true) },
-    { weight: 4, arbitrary: fc.constant(false) },
-  ),
-  steps: fc.array(fc.nat(), { maxLength: 7 }),
-  action: fc.oneof(
-    fc.record({ kind: fc.constant('set' as const), value }),
-    fc.record({ kind: fc.constant('delete' as const) }),
-    // An own property, as JSON.parse makes it: `__proto__` included.
-    fc.record({ kind: fc.constant('add' as const), key: fc.oneof(awkwardKey, marked), value }),
-  ),
-});
+/** One change to a JSON document: walk `steps` from a start, then act there with `values`. */
+export const mutationOf = (values: fc.Arbitrary<Json>) =>
+  fc.record({
+    // Mostly inside the start; one change in five anywhere in the document.
+    fromRoot: fc.oneof(
+      { weight: 1, arbitrary: fc.constant(true) },
+      { weight: 4, arbitrary: fc.constant(false) },
+    ),
+    steps: fc.array(fc.nat(), { maxLength: 7 }),
+    action: fc.oneof(
+      fc.record({ kind: fc.constant('set' as const), value: values }),
+      fc.record({ kind: fc.constant('delete' as const) }),
+      // An own property, as JSON.parse makes it: `__proto__` included.
+      fc.record({
+        kind: fc.constant('add' as const),
+        key: fc.oneof(awkwardKey, marked),
+        value: values,
+      }),
+    ),
+  });
+export const mutation = mutationOf(value);
 export type Mutation = typeof mutation extends fc.Arbitrary<infer T> ? T : never;
 
 // `any`: the walk indexes maps and lists alike.
@@ -125,7 +131,9 @@ export function mutate(
     key = keys[step % keys.length]!;
   }
   const a = m.action;
-  if (a.kind === 'set') parent[key] = a.value;
+  // A copy: fast-check may hand the same value to two mutations, and a cycle is no JSON.
+  const v = a.kind === 'delete' ? undefined : structuredClone(a.value);
+  if (a.kind === 'set') parent[key] = v;
   else if (a.kind === 'delete') {
     if (Array.isArray(parent)) parent.splice(Number(key), 1);
     else delete parent[key];
@@ -133,12 +141,12 @@ export function mutate(
     const here: unknown = parent[key];
     if (isContainer(here) && !Array.isArray(here))
       Object.defineProperty(here, a.key, {
-        value: a.value,
+        value: v,
         enumerable: true,
         writable: true,
         configurable: true,
       });
-    else parent[key] = a.value;
+    else parent[key] = v;
   }
 }
 
