@@ -107,7 +107,6 @@ describeCluster('no Secret value in any log', (c: ClusterInfo) => {
     ]);
     annex = await startTestAnnex(
       {
-        admission: { names: { enabled: true }, defaults: { enabled: true } },
         metrics: { enabled: false },
         policy: { enabled: true, native: false, events: true } as any,
         log: { level: 'debug' },

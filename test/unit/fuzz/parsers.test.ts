@@ -28,7 +28,7 @@ const RUNS = runsOf(10_000);
 
 /** A parser refused the input as the caller expects: a 400 Status, the message its own. */
 class BadRequest extends StatusError {
-  static [Symbol.hasInstance](e: unknown) {
+  static override [Symbol.hasInstance](e: unknown) {
     return e instanceof StatusError && e.code === 400;
   }
 }
