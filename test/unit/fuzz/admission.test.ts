@@ -122,9 +122,16 @@ function clearIdentifiers(review: any) {
   if (isContainer(r.object)) clean((r.object as any).metadata, 'name');
 }
 
+/** AdmissionPolicies are cluster-scoped, and their plural is not the kind's + "s". */
+const POLICY_RESOURCE = {
+  resource: { group: 'policy.annex.dev', version: 'v1alpha1', resource: 'admissionpolicies' },
+  namespace: '',
+};
+
 function seedReview(seed: number, operation: string): any {
   const [kind, object] = SEEDS[seed]!;
   return reviewOf(structuredClone(kind), structuredClone(object), {
+    ...(kind.kind === 'AdmissionPolicy' ? structuredClone(POLICY_RESOURCE) : {}),
     operation,
     ...(operation === 'UPDATE' ? { oldObject: structuredClone(object) } : {}),
   });
@@ -159,6 +166,7 @@ describe(`fuzz: ${RUNS} mutated AdmissionReviews (seed ${SEED})`, () => {
       const before = await seedAnswers();
       const watch = guard();
       const codes = new Map<number, number>();
+      const denied = new Set<string>();
       let checkedLines = 0;
       await fc.assert(
         fc.asyncProperty(caseArb, async (c) => {
@@ -170,6 +178,7 @@ describe(`fuzz: ${RUNS} mutated AdmissionReviews (seed ${SEED})`, () => {
           if (r.status === 200) {
             expect(r.json.kind).toBe('AdmissionReview');
             expect(r.json.response.uid).toBe(uid);
+            if (!r.json.response.allowed) denied.add(c.path);
           } else {
             expect(r.json).toMatchObject({ kind: 'Status', code: r.status });
           }
@@ -192,6 +201,8 @@ describe(`fuzz: ${RUNS} mutated AdmissionReviews (seed ${SEED})`, () => {
       expect(codes.get(200) ?? 0).toBeGreaterThan(RUNS / 2);
       expect(codes.get(400) ?? 0).toBeGreaterThan(0);
       expect(checkedLines).toBeGreaterThanOrEqual(RUNS);
+      // Every webhook decided (denied some), not merely parsed the envelope.
+      expect([...denied].sort()).toEqual([...PATHS].sort());
     },
     timeoutFor(RUNS, 1),
   );
