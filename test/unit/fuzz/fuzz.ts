@@ -13,9 +13,12 @@ const FULL_RUNS = process.env.ANNEX_FUZZ_RUNS ? Number(process.env.ANNEX_FUZZ_RU
 /** Inputs for one surface: the full volume when set, else this surface's share of `npm test`. */
 export const runsOf = (reduced: number) => FULL_RUNS ?? reduced;
 
-/** A test timeout for `runs` inputs at about `msEach` apiece, with room for a slow machine. */
+/**
+ * A test timeout for `runs` inputs at about `msEach` apiece (CPU, unloaded), with room for
+ * a shared machine: the full volume may get a tenth of a core.
+ */
 export const timeoutFor = (runs: number, msEach: number) =>
-  Math.max(60_000, Math.ceil(runs * msEach * 5));
+  Math.max(60_000, Math.ceil(runs * msEach * (FULL_RUNS ? 30 : 5)));
 
 export const options = (numRuns: number) => ({ numRuns, seed: SEED, endOnFailure: false });
 
