@@ -15,10 +15,10 @@ export const runsOf = (reduced: number) => FULL_RUNS ?? reduced;
 
 /**
  * A test timeout for `runs` inputs at about `msEach` apiece (CPU, unloaded), with room for
- * a shared machine: the full volume may get a tenth of a core.
+ * a shared machine, where a fuzz file may get a tenth of a core.
  */
 export const timeoutFor = (runs: number, msEach: number) =>
-  Math.max(60_000, Math.ceil(runs * msEach * (FULL_RUNS ? 30 : 5)));
+  Math.max(60_000, Math.ceil(runs * msEach * 30));
 
 export const options = (numRuns: number) => ({ numRuns, seed: SEED, endOnFailure: false });
 
