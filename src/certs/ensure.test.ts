@@ -1,5 +1,5 @@
 import { X509Certificate } from 'node:crypto';
-import { mkdtemp, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
+import { chmod, mkdtemp, readdir, readFile, rm, stat, unlink, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
@@ -85,6 +85,28 @@ describe('ensureCertificates', () => {
     expect(r).toMatchObject({ issuedCa: true, issuedLeaf: true });
     expect(r.caReason).toMatch(/renewal window/);
     expect(r.caPem).not.toBe(first.caPem);
+  });
+
+  it('writes every key 0600 and nothing else, under umask 0 and when replacing 0644 keys', async () => {
+    const modes = async () =>
+      Object.fromEntries(
+        await Promise.all(
+          (await readdir(base.dir)).map(async (f) => [f, (await stat(join(base.dir, f))).mode & 0o777]),
+        ),
+      );
+    const umask = process.umask(0);
+    try {
+      await ensureCertificates({ ...base, caValidityDays: 20 });
+      const expected = { 'ca.crt': 0o644, 'ca.key': 0o600, 'tls.crt': 0o644, 'tls.key': 0o600 };
+      expect(await modes()).toEqual(expected);
+      // Loosened by hand, then both replaced (CA in its renewal window): 0600 again.
+      for (const f of ['ca.key', 'tls.key']) await chmod(join(base.dir, f), 0o644);
+      const r = await ensureCertificates({ ...base, renewBeforeDays: 30 });
+      expect(r).toMatchObject({ issuedCa: true, issuedLeaf: true });
+      expect(await modes()).toEqual(expected);
+    } finally {
+      process.umask(umask);
+    }
   });
 
   it('regenerates both when the CA is missing but a leaf is present', async () => {

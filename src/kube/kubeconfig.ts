@@ -69,7 +69,8 @@ export function mergeKubeconfigs(docs: { file: string; text: string }[]): Merged
   for (const { file, text } of docs) {
     let doc: unknown;
     try {
-      doc = parse(text);
+      // Oddities that do not stop the parse (an unknown tag) are not worth a Node warning.
+      doc = parse(text, { logLevel: 'error' });
     } catch (e) {
       throw new KubeconfigError(`${file}: not valid YAML: ${(e as Error).message.split('\n')[0]}`);
     }

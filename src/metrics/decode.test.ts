@@ -78,4 +78,20 @@ describe('decodeResourceMetrics', () => {
       ),
     ).toThrow(ParseError);
   });
+
+  it('keeps the node when a start time overflows in nanoseconds (fuzz seed)', () => {
+    // Was a RangeError from BigInt(-Infinity): the whole node failed to scrape.
+    const d = decodeResourceMetrics(
+      [
+        'node_cpu_usage_seconds_total 12.5 1767225616991',
+        'node_memory_working_set_bytes 1e9 1767225616991',
+        'container_cpu_usage_seconds_total{container="c",namespace="ns",pod="p"} 1 1767225616991',
+        'container_memory_working_set_bytes{container="c",namespace="ns",pod="p"} 1 1767225616991',
+        'container_start_time_seconds{container="c",namespace="ns",pod="p"} -1.5e308',
+      ].join('\n'),
+      0,
+    );
+    expect(d.node).toBeDefined();
+    expect(d.pods[0]?.containers.get('c')?.startNs).toBe(0n);
+  });
 });

@@ -64,7 +64,9 @@ export function decodeResourceMetrics(body: string, requestStartMs: number): Dec
         point.tsNs = tsNs;
       } else {
         // The start time's own timestamp (1.22–1.28) is ignored; only its value matters.
-        point.startNs = BigInt(Math.trunc(Number.isFinite(s.value) ? s.value * 1e9 : 0));
+        // A finite value can still overflow in nanoseconds: unknown (0), not a failed node.
+        const ns = s.value * 1e9;
+        point.startNs = BigInt(Math.trunc(Number.isFinite(ns) ? ns : 0));
       }
     }
   }

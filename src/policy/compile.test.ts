@@ -171,6 +171,21 @@ describe('compilePolicy', () => {
     }
   });
 
+  it('refuses a spec nested too deep with a PolicyCompileError (fuzz seed)', () => {
+    // Was a RangeError from deep inside (the message quoting a 20,000-level nameRule), which
+    // PolicySet and `annex check` do not expect from compilePolicy.
+    const deep = JSON.parse('{"a":'.repeat(20_000) + '1' + '}'.repeat(20_000));
+    const spec = { match, validate: [{ name: 'n', path: '$.metadata.name', nameRule: deep }] };
+    expect(() => compilePolicy(policy(spec))).toThrow(
+      'AdmissionPolicy "p": rule "spec": nested more than 100 levels deep',
+    );
+    let schema: object = { type: 'string' };
+    for (let i = 0; i < 60; i++) schema = { not: schema };
+    expect(() =>
+      compilePolicy(policy({ match, validate: [{ name: 's', path: '$.a', schema }] })),
+    ).not.toThrow();
+  });
+
   it('compiles the same schema with an $id again (a new generation of the policy)', () => {
     const spec = {
       match,

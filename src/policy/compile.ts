@@ -8,6 +8,7 @@ import type { NameRule } from '../admission/names/index.js';
 import { rulesForKinds } from '../admission/kinds.js';
 import type { LabelSelectorSpec, RuleWithOperations } from '../admission/webhook.js';
 import type { JsonSchema } from '../apiserver/types.js';
+import { nestsDeeperThan } from '../json.js';
 import { NAME_RULES, nameRuleFor } from './names.js';
 import { checkPath, isRecord } from './paths.js';
 import { policySpecSchema } from './schema.js';
@@ -78,6 +79,9 @@ const LIST_KEYWORDS = [
 ];
 
 /** The one Ajv instance: policies' shape and every rule's schema (draft-07, strict keywords). */
+/** Far deeper than any schema or default a policy needs; shallow enough for Ajv's recursion. */
+const MAX_SPEC_DEPTH = 100;
+
 export const ajv = new Ajv({ allErrors: true, logger: false });
 for (const keyword of LIST_KEYWORDS) ajv.addKeyword(keyword);
 
@@ -213,6 +217,9 @@ export function compilePolicy(obj: unknown): CompiledPolicy {
   }
   if (name === '') throw new PolicyCompileError(name, 'metadata', 'metadata.name is required');
   if (!isRecord(o.spec)) throw new PolicyCompileError(name, 'spec', 'spec is required');
+  // Before the schema check: validating and quoting a value recurses through it.
+  if (nestsDeeperThan(o.spec, MAX_SPEC_DEPTH))
+    throw new PolicyCompileError(name, 'spec', `nested more than ${MAX_SPEC_DEPTH} levels deep`);
   if (!validateSpec(o.spec)) {
     const errors = validateSpec.errors ?? [];
     // The most telling error first: an unknown field, then which of a rule's fields to set;

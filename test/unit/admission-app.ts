@@ -1,10 +1,12 @@
 // The real admission path for tests: createApp (src/server/app.ts) with the built-in
-// webhooks from the real configuration, on a plain loopback HTTP server, every log line
-// captured. TLS and connection handling are start.ts's business and are left out.
+// webhooks from the real configuration (and, when asked, the policies of policies/ and
+// CRD conversions), on a plain loopback HTTP server, every log line captured. TLS and
+// connection handling are start.ts's business and are left out.
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import { loadConfig, type ConfigOverrides } from '../../src/config/load.js';
+import type { Conversion } from '../../src/conversion/declare.js';
 import { createLogger } from '../../src/log.js';
 import { createApp } from '../../src/server/app.js';
 import { builtinFeatures } from '../../src/server/builtins.js';
@@ -17,8 +19,15 @@ export interface AdmissionApp {
   close(): Promise<void>;
 }
 
+export interface AdmissionAppOptions {
+  /** Load the AdmissionPolicies of policies/, as annex does without an API server. */
+  policies?: boolean;
+  conversions?: Conversion[];
+}
+
 export async function startAdmissionApp(
   admissionOverrides: ConfigOverrides['admission'] = {},
+  opts: AdmissionAppOptions = {},
 ): Promise<AdmissionApp> {
   const lines: string[] = [];
   const sink = new Writable({
@@ -27,13 +36,21 @@ export async function startAdmissionApp(
       done();
     },
   });
-  const config = loadConfig({ overrides: { admission: admissionOverrides } });
+  const config = loadConfig({
+    overrides: {
+      admission: admissionOverrides,
+      ...(opts.policies ? { policy: { enabled: true, native: false } } : {}),
+    },
+  });
   // debug: the access log line is checked too.
   const log = createLogger('debug', sink);
+  const features = builtinFeatures(config);
+  if (opts.policies) await features.find((f) => f.name === 'policy')?.start?.({ kube: null, log });
   const app = createApp({
     log,
     readiness: () => [],
-    webhooks: builtinFeatures(config).flatMap((f) => f.webhooks ?? []),
+    webhooks: features.flatMap((f) => f.webhooks ?? []),
+    conversions: opts.conversions ?? [],
     groups: [],
     auth: null,
     trustLoopback: true,
