@@ -160,8 +160,14 @@ async function checkOne(port) {
     }
     if (answer.allowed !== true) fail(`allowed ${answer.allowed}`);
     if (answer.patchType !== 'JSONPatch') fail(`patchType ${answer.patchType}`);
-    const patch = JSON.parse(Buffer.from(answer.patch ?? '', 'base64').toString('utf8') || '[]');
-    const patched = jsonpatch.applyPatch(structuredClone(c.object), patch, true, false).newDocument;
+    let patch, patched;
+    try {
+      patch = JSON.parse(Buffer.from(answer.patch ?? '', 'base64').toString('utf8') || '[]');
+      patched = jsonpatch.applyPatch(structuredClone(c.object), patch, true, false).newDocument;
+    } catch (err) {
+      fail(`the patch does not apply: ${err.message.split('\n')[0]}`);
+      continue;
+    }
     if (!isDeepStrictEqual(normalise(patched), normalise(expectedMutation(c.object))))
       fail(
         `the patched object differs from the expected one; patch: ${JSON.stringify(patch).slice(0, 600)}`,
