@@ -1,6 +1,13 @@
 // Reference B′ of the webhook bench (issue 13): the two bench rules in hand-optimised Go —
 // net/http + crypto/tls only, decoding just the fields the rules read and writing the
 // JSONPatch and the AdmissionReview bytes directly (no typed objects, no diffing).
+//
+// Built with GOEXPERIMENT=jsonv2 (bench/webhook/servers/build.mjs): encoding/json then runs
+// on the v2 decoder, which halves the CPU of a 10 KB review; the constraint below keeps a
+// plain build from measuring something else.
+
+//go:build goexperiment.jsonv2
+
 package main
 
 import (
