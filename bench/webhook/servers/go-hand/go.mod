@@ -1,0 +1,3 @@
+module annex.dev/bench/webhook/go-hand
+
+go 1.26.0
