@@ -177,6 +177,7 @@ export async function runJob(job) {
 
   const lat = [];
   let errors = 0;
+  const statuses = {}; // failed answers by HTTP status (0: connection lost)
   let completed = 0;
   let inFlight = 0;
   const t0 = performance.now();
@@ -222,7 +223,10 @@ export async function runJob(job) {
             : window && !closed && sent >= window.t;
         if (timed) {
           if (status === 200) lat.push(now - due);
-          else errors++;
+          else {
+            errors++;
+            statuses[status] = (statuses[status] ?? 0) + 1;
+          }
         }
         if (job.mode === 'closed') {
           if (!closed) dispatchClosed();
@@ -264,6 +268,7 @@ export async function runJob(job) {
       if (now >= drainUntil) {
         for (const due of queue) if (due >= window.t) lat.push(now - due);
         errors += queue.length;
+        if (queue.length) statuses.unanswered = queue.length;
         queue.length = 0;
         return resolve();
       }
@@ -278,9 +283,11 @@ export async function runJob(job) {
   return {
     completed: closed.completed,
     errors,
+    statuses,
     windowMs: closed.ms,
     throughput: (closed.completed * 1000) / closed.ms,
-    cpuMicrosPerRequest: closed.completed ? closed.cpu / closed.completed : NaN,
+    // No tick at all: below the clock's resolution (or the server got no CPU), not free.
+    cpuMicrosPerRequest: closed.completed && closed.cpu > 0 ? closed.cpu / closed.completed : NaN,
     serverCpuPercent: (closed.cpu / (closed.ms * 1000)) * 100,
     clientCpuPercent: (clientMicros / (closed.ms * 1000)) * 100,
     newConnections: closed.handshakes,

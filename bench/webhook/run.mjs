@@ -6,10 +6,10 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, openSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
-import { createServer } from 'node:net';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { freePort, httpsStatus } from '../net.mjs';
 import { makeCerts } from './certs.mjs';
 import { rssKiB } from './load.mjs';
 import { deploymentReview, reviewSet, SIZES_KB } from './payload.mjs';
@@ -45,14 +45,6 @@ const pinned = availableParallelism() >= 2;
 const onCore = (core, command, args) =>
   pinned ? ['taskset', ['-c', String(core), command, ...args]] : [command, args];
 
-async function freePort() {
-  const s = createServer();
-  await new Promise((r) => s.listen(0, '127.0.0.1', r));
-  const { port } = s.address();
-  await new Promise((r) => s.close(r));
-  return port;
-}
-
 /** POST one review with node:https; resolves to the parsed AdmissionReview response. */
 function post(port, ca, path, body) {
   return new Promise((resolve, reject) => {
@@ -85,20 +77,6 @@ function post(port, ca, path, body) {
     req.end(body);
   });
 }
-
-const get = (port, ca, path) =>
-  new Promise((resolve) => {
-    const req = request(
-      { host: '127.0.0.1', port, path, ca, servername: 'localhost', agent: false },
-      (res) => {
-        res.resume();
-        resolve(res.statusCode);
-      },
-    );
-    req.on('error', () => resolve(0));
-    req.setTimeout(1000, () => req.destroy());
-    req.end();
-  });
 
 /** The answers every server must give before it is measured; throws what is wrong. */
 export async function checkAnswers(name, port, ca, paths) {
@@ -162,7 +140,7 @@ async function startServer(name, entry, ctx, certs, work) {
   } else {
     ready = (async () => {
       while (Date.now() - t0 < 60_000 && child.exitCode === null) {
-        if ((await get(port, certs.ca, entry.ready)) === 200) return 'ready';
+        if ((await httpsStatus(port, entry.ready, certs.ca)) === 200) return 'ready';
         await sleep(20);
       }
       return 'not ready within 60 s';
@@ -202,7 +180,9 @@ function startLoadGenerator() {
     run: async (job) => {
       const done = waitFor('result');
       child.send({ type: 'run', job });
-      return (await done).result;
+      const { result } = await done;
+      for (const k of Object.keys(result)) if (result[k] === null) result[k] = NaN;
+      return result;
     },
     stop: async () => {
       const closed = waitFor('closed');
@@ -296,7 +276,10 @@ export async function run(ctx) {
             put(`${at}|rps`, r.throughput);
             put(`${at}|newconn`, r.newConnections);
             put(`${at}|clientcpu`, r.clientCpuPercent);
-            if (r.errors) notes.push(`${name} ${path} ${kb} KB closed: ${r.errors} failed reviews`);
+            if (r.errors) {
+              const how = JSON.stringify(r.statuses);
+              notes.push(`${name} ${path} ${kb} KB saturation: ${r.errors} reviews failed ${how}`);
+            }
             maxRss.set(name, Math.max(maxRss.get(name) ?? 0, r.rssKiB));
           }
           ctx.log(`  ${path} ${kb} KB saturation done`);
@@ -311,15 +294,17 @@ export async function run(ctx) {
               mode: 'open',
               rate,
               connections: 25,
-              drainMs: ctx.quick ? 1000 : 3000,
+              drainMs: 1500,
               ...timing,
             });
             const at = `${path}|${OPEN_KB}|${rate}|${name}`;
             for (const q of ['p50', 'p99', 'p999']) put(`${at}|${q}`, r[q]);
             put(`${at}|cpu`, r.cpuMicrosPerRequest);
             put(`${at}|newconn`, r.newConnections);
-            if (r.errors)
-              notes.push(`${name} ${path} at ${rate}/s: ${r.errors} reviews unanswered or failed`);
+            if (r.errors) {
+              const how = JSON.stringify(r.statuses);
+              notes.push(`${name} ${path} at ${rate}/s: ${r.errors} reviews failed ${how}`);
+            }
           }
           ctx.log(`  ${path} ${OPEN_KB} KB at ${rate}/s done`);
         }
