@@ -355,11 +355,18 @@ export function renderReport(results) {
     for (const n of s.notes ?? []) md.push(`  - ${n}`);
   }
   const m = results.machine;
+  const load = (l) => l.map((x) => x.toFixed(2)).join(' / ');
+  if (results.uncommitted?.length) {
+    md.push(
+      '',
+      `Files under bench/ that ran but were not committed at \`${results.commit}\`: ${results.uncommitted.map((f) => `\`${f}\``).join(', ')}.`,
+    );
+  }
   md.push(
     '',
     '## Machine and versions',
     '',
-    `- ${m.cpus} × ${m.cpuModel}, ${fmt(m.memoryGiB)} GiB, ${m.os}; load average at start ${m.loadavg.map((x) => x.toFixed(2)).join(' / ')}`,
+    `- ${m.cpus} × ${m.cpuModel}, ${fmt(m.memoryGiB)} GiB, ${m.os}; load average (1/5/15 min) at start ${load(m.loadavg)}${m.loadavgEnd ? `, at the end ${load(m.loadavgEnd)}` : ''}`,
     ...Object.entries(results.versions).map(([k, v]) => `- ${k}: ${v}`),
     '',
     METHOD,

@@ -120,6 +120,12 @@ export async function runAll(env = process.env) {
     entry.seconds = (Date.now() - ts) / 1000;
     log(`${s.name}: done in ${entry.seconds.toFixed(0)} s`);
   }
+  // Scenario or server sources present here but not committed: the commit alone does not say what ran.
+  const untracked = git('ls-files', '--others', '--exclude-standard', 'bench')
+    .split('\n')
+    .filter(Boolean);
+  if (untracked.length) results.uncommitted = untracked;
+  results.machine.loadavgEnd = loadavg();
   for (const r of [...results.rows, ...results.ratios]) Object.assign(r, summarize(r.values));
   for (const r of results.ratios) if (r.target) r.pass = passes(r.median, r.target);
   results.durationSeconds = (Date.now() - t0) / 1000;

@@ -33,10 +33,10 @@ export function plan(quick) {
     : {
         sizes: SIZES_KB,
         warmupMs: 2000,
-        closed: { connections: 16, warmupMs: 400, durationMs: 1200 },
+        closed: { connections: 16, warmupMs: 300, durationMs: 1000 },
         rates: [
           { rate: 1000, warmupMs: 200, durationMs: 2000 },
-          { rate: 5000, warmupMs: 200, durationMs: 1200 },
+          { rate: 5000, warmupMs: 200, durationMs: 1000 },
         ],
       };
 }

@@ -6,10 +6,9 @@
 //   prepare   optional async (ctx) => { command, args, env? } | { skip: why } — builds it
 //   command, args, env   how to run it (when no prepare); env adds to BENCH_PORT,
 //             BENCH_CERT, BENCH_KEY, BENCH_CA, BENCH_WORK (a scratch folder)
-import { execFile } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { promisify } from 'node:util';
+import { pathToFileURL } from 'node:url';
 
 const here = import.meta.dirname;
 const root = join(here, '../../..');
@@ -18,8 +17,8 @@ const both = (validate, mutate) => ({ validate, mutate });
 
 /**
  * A reference built by bench/webhook/servers/build.mjs (helper "bench-refs"): Go sources
- * under servers/<name>/, or Pepr installed into the cache. The script prints the path of
- * what to run: a binary, or a .js/.mjs entry for node.
+ * under servers/<name>/ built into the cache, or Pepr installed there; its
+ * `buildServer(name, { cacheDir, log })` says how to run it ({ command, args }).
  */
 function built(name, label) {
   return {
@@ -28,20 +27,17 @@ function built(name, label) {
     ready: 'stdout',
     async prepare(ctx) {
       const script = join(here, 'build.mjs');
-      if (!existsSync(script) || (name !== 'pepr' && !existsSync(join(here, name, 'main.go')))) {
+      const source = join(here, name, name === 'pepr' ? 'server.mjs' : 'main.go');
+      if (!existsSync(script) || !existsSync(source)) {
         return { skip: `not built: bench/webhook/servers/${name}/ is not on this branch` };
       }
+      const { buildServer } = await import(pathToFileURL(script).href);
       const t0 = Date.now();
-      const { stdout } = await promisify(execFile)(process.execPath, [script, name], {
-        env: { ...process.env, BENCH_CACHE_DIR: ctx.cacheDir },
-        maxBuffer: 16 << 20,
+      const how = await buildServer(name, {
+        cacheDir: ctx.cacheDir,
+        log: (m) => ctx.log(`  ${m}`),
       });
-      const entry = stdout.trim().split('\n').pop();
-      const seconds = (Date.now() - t0) / 1000;
-      if (seconds > 5) ctx.log(`  built ${name} in ${seconds.toFixed(0)} s`);
-      return /\.m?js$/.test(entry)
-        ? { command: process.execPath, args: [entry], buildSeconds: seconds }
-        : { command: entry, args: [], buildSeconds: seconds };
+      return { command: how.command, args: how.args ?? [], buildSeconds: (Date.now() - t0) / 1000 };
     },
   };
 }
