@@ -241,6 +241,18 @@ export function renderReport(results) {
       '',
       pivot(results, names, closed('reviews/s at saturation')),
     );
+    md.push(
+      '',
+      '### Server core used during the saturation windows (%)',
+      '',
+      'A server at saturation should use ~100 % of its core; far less means the core was shared with other work on this machine, and the throughput beside it is the share it got, not its capacity. CPU per review holds better (its own accounting).',
+      '',
+      pivot(results, names, closed('server core used')),
+      '',
+      '### Load generator CPU during the saturation windows (%)',
+      '',
+      pivot(results, names, closed('load generator CPU')),
+    );
     for (const path of PATHS) {
       const cols = rates.flatMap((rate) =>
         ['p50', 'p99', 'p99.9'].map((q) => ({
@@ -393,11 +405,12 @@ export const METHOD = `## Method
   server order rotated per round. Figures are medians over rounds.
 - **CPU per review** is Δ(utime + stime) of the server process from /proc/PID/stat across the
   measurement window, divided by the reviews answered in it (clock ticks: ±1 % at saturation).
-- **Saturation** is a closed loop on 16 keep-alive connections, one review in flight each.
+- **Saturation** is a closed loop on 16 keep-alive connections, one review in flight each;
+  a window lasts 1 s, stretched up to 2 s until the server has used 0.5 s of CPU.
 - **Latency** is an open loop on 25 keep-alive connections (the API server's idle pool): review
   *i* is due at start + *i*/rate, waits for a free connection if none is idle, and its latency
   runs from the due time to the last byte of the answer, so a server that stalls is charged
-  for every review it held up (no coordinated omission). Reviews still waiting 1.5 s after
+  for every review it held up (no coordinated omission). Reviews still waiting 1 s after
   the window are charged up to then and counted as failed. A server that cannot sustain the
   rate shows seconds here: that is its queue.
 - **Why our own generator.** autocannon times each request from when it was actually sent;

@@ -32,8 +32,14 @@ export function plan(quick) {
       }
     : {
         sizes: SIZES_KB,
-        warmupMs: 2000,
-        closed: { connections: 16, warmupMs: 300, durationMs: 1000 },
+        warmupMs: 1000,
+        closed: {
+          connections: 16,
+          warmupMs: 200,
+          durationMs: 1000,
+          minCpuMs: 500,
+          maxDurationMs: 2000,
+        },
         rates: [
           { rate: 1000, warmupMs: 200, durationMs: 2000 },
           { rate: 5000, warmupMs: 200, durationMs: 1000 },
@@ -276,6 +282,7 @@ export async function run(ctx) {
             put(`${at}|rps`, r.throughput);
             put(`${at}|newconn`, r.newConnections);
             put(`${at}|clientcpu`, r.clientCpuPercent);
+            put(`${at}|servercpu`, r.serverCpuPercent);
             if (r.errors) {
               const how = JSON.stringify(r.statuses);
               notes.push(`${name} ${path} ${kb} KB saturation: ${r.errors} reviews failed ${how}`);
@@ -294,7 +301,7 @@ export async function run(ctx) {
               mode: 'open',
               rate,
               connections: 25,
-              drainMs: 1500,
+              drainMs: 1000,
               ...timing,
             });
             const at = `${path}|${OPEN_KB}|${rate}|${name}`;
@@ -344,6 +351,7 @@ const METRICS = {
   rps: ['reviews/s at saturation', 'req/s'],
   newconn: ['new TLS connections in the window', 'count'],
   clientcpu: ['load generator CPU', '%'],
+  servercpu: ['server core used', '%'],
   p50: ['p50', 'ms'],
   p99: ['p99', 'ms'],
   p999: ['p99.9', 'ms'],
