@@ -143,7 +143,9 @@ function serverOrder(results) {
   return [...order.filter((n) => seen.includes(n)), ...seen.filter((n) => !order.includes(n))];
 }
 
-const label = (results, name) => results.servers?.[name] ?? name;
+/** A webhook server's label; other groups' subjects are their own words. */
+const label = (results, name, group = 'webhook') =>
+  group === 'webhook' || group === 'memory' ? (results.servers?.[name] ?? name) : name;
 
 function cell(results, scenario, subject, metric) {
   return results.rows.find(
@@ -199,7 +201,7 @@ export function renderReport(results) {
   const targeted = results.ratios.filter((r) => r.target);
   for (const r of targeted) {
     md.push(
-      `| ${r.name} | ${label(results, r.subject)} / ${label(results, r.reference)} | ${spread(r)} | ${r.target.op} ${fmt(r.target.value)} | ${r.pass ? 'pass' : 'FAIL'} |`,
+      `| ${r.name} | ${label(results, r.subject, r.group)} / ${label(results, r.reference, r.group)} | ${spread(r)} | ${r.target.op} ${fmt(r.target.value)} | ${r.pass ? 'pass' : 'FAIL'} |`,
     );
   }
   if (!targeted.length) md.push('| (none measured) | | | | |');
@@ -214,7 +216,7 @@ export function renderReport(results) {
     );
     for (const r of free)
       md.push(
-        `| ${r.name} | ${label(results, r.subject)} / ${label(results, r.reference)} | ${spread(r)} |`,
+        `| ${r.name} | ${label(results, r.subject, r.group)} / ${label(results, r.reference, r.group)} | ${spread(r)} |`,
       );
   }
 
@@ -354,7 +356,7 @@ export function renderReport(results) {
     );
     for (const r of results.rows.filter((x) => x.group === g)) {
       md.push(
-        `| ${r.scenario} | ${label(results, r.subject)} | ${r.metric} | ${spread(r)} | ${r.unit} |`,
+        `| ${r.scenario} | ${label(results, r.subject, g)} | ${r.metric} | ${spread(r)} | ${r.unit} |`,
       );
     }
   }

@@ -251,6 +251,14 @@ export async function run(ctx) {
       cells.get(key).push(value);
     };
     const maxRss = new Map();
+    // Failed or unanswered reviews per cell, summed over rounds: one note each.
+    const failures = new Map();
+    const failed = (cell, r) => {
+      if (!r.errors) return;
+      const f = failures.get(cell) ?? {};
+      for (const [k, n] of Object.entries(r.statuses)) f[k] = (f[k] ?? 0) + n;
+      failures.set(cell, f);
+    };
     // JIT warm-up: each server answers both paths for a while before anything counts.
     for (const name of live) {
       for (const path of PATHS) {
@@ -283,10 +291,7 @@ export async function run(ctx) {
             put(`${at}|newconn`, r.newConnections);
             put(`${at}|clientcpu`, r.clientCpuPercent);
             put(`${at}|servercpu`, r.serverCpuPercent);
-            if (r.errors) {
-              const how = JSON.stringify(r.statuses);
-              notes.push(`${name} ${path} ${kb} KB saturation: ${r.errors} reviews failed ${how}`);
-            }
+            failed(`${name} ${path} ${kb} KB saturation`, r);
             maxRss.set(name, Math.max(maxRss.get(name) ?? 0, r.rssKiB));
           }
           ctx.log(`  ${path} ${kb} KB saturation done`);
@@ -308,10 +313,7 @@ export async function run(ctx) {
             for (const q of ['p50', 'p99', 'p999']) put(`${at}|${q}`, r[q]);
             put(`${at}|cpu`, r.cpuMicrosPerRequest);
             put(`${at}|newconn`, r.newConnections);
-            if (r.errors) {
-              const how = JSON.stringify(r.statuses);
-              notes.push(`${name} ${path} at ${rate}/s: ${r.errors} reviews failed ${how}`);
-            }
+            failed(`${name} ${path} ${OPEN_KB} KB at ${rate}/s`, r);
           }
           ctx.log(`  ${path} ${OPEN_KB} KB at ${rate}/s done`);
         }
@@ -325,6 +327,12 @@ export async function run(ctx) {
           maxRss.get(name) / 1024,
         ]),
       );
+    }
+    for (const [cell, f] of failures) {
+      const what = Object.entries(f).map(([k, n]) =>
+        k === 'unanswered' ? `${n} still waiting 1 s after the window` : `${n} answered HTTP ${k}`,
+      );
+      notes.push(`${cell}, over ${ctx.rounds} round(s): ${what.join(', ')}`);
     }
     rows.push(...cellRows(cells));
     return { rows, ratios: ratiosOf(rows), notes, servers: labels(live) };

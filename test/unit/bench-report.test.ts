@@ -153,7 +153,7 @@ describe('bench report', () => {
     // A NaN round is left out of the median, not read as 0.
     expect(markdown).toContain('| 0.30 (0.30–0.35) | 1.20 (1.10–1.40) | 4.50 (4.00–5.00) |');
     expect(markdown).toContain(
-      '| CA + leaf | annex (feature, public API) | certificate generation | 150 (140–160) | ms |',
+      '| CA + leaf | annex | certificate generation | 150 (140–160) | ms |',
     );
     expect(markdown).toContain(
       '**aggregated** (bench/aggregated/run.mjs): skipped — not on this branch',
