@@ -402,6 +402,12 @@ export const METHOD = `## Method
   any load, every server must answer a check: the same uid, allowed, a JSON Patch with the
   label and the defaulted requests, and for the exact-rule servers a 422 naming
   \`metadata.name\` for a bad name.
+- **Builds.** B and B′ are built once by bench/webhook/servers/build.mjs into
+  \`~/.cache/annex/bench/bin\` (keyed by a hash of their sources and the Go version) and Pepr
+  installed there; warm, that costs nothing. A cold build (empty GOCACHE, modules already
+  downloaded) is about 3 min of CPU for controller-runtime (1.5–2 min of wall time on two
+  idle cores; 13 min on this shared machine) and about 1.5 min wall for go-hand (mostly the
+  standard library); Pepr's \`npm ci\` about 30 s.
 - **Warm-up, alternation.** Every server answers both paths for a while first (JIT). Then in
   each round every cell (payload × path × mode) is measured on every server back to back, the
   server order rotated per round. Figures are medians over rounds.
