@@ -1,4 +1,4 @@
-// Child process for bench/admission.bench.mjs: runs either annex (from dist/) or a bare
+// Child process for bench/admission-memory.bench.mjs: runs either annex (from dist/) or a bare
 // node:https server doing only the JSON parse + stringify of an AdmissionReview, and
 // reports its own CPU time (and RSS) on request, so the parent measures the server alone.
 import { createServer } from 'node:https';

@@ -1,7 +1,7 @@
 // Policy evaluation benchmark: CPU per request of evaluate() for 1, 10 and 100
 // AdmissionPolicies that all match a 10 KB Deployment, beside a bare reference measured
-// in the same run — JSON.parse + JSON.stringify of the same AdmissionReview, what the bare
-// server of bench/admission.bench.mjs does per request. Read the ratios: this machine is
+// in the same run — JSON.parse + JSON.stringify of the same AdmissionReview, what any
+// webhook does per request (bench/webhook/servers/bare.mjs). Read the ratios: this machine is
 // noisy. In-process, single thread. Usage: npm run build && node bench/policy.bench.mjs
 import { compilePolicy } from '../dist/policy/compile.js';
 import { evaluate } from '../dist/policy/evaluate.js';
