@@ -2,6 +2,7 @@
 // declaration shares (as k8s.io/apiserver's handlers serve every registry the same way).
 import type Koa from 'koa';
 import { servedVerbs } from './discovery.js';
+import { kubeTimeOf, withCreationTimestamp, type ObjectEncoder } from './encoded.js';
 import { contentTypeOf, negotiate, TABLE_CONVERSIONS } from './negotiate.js';
 import { listRequestOf, page, snapshotFor, type SnapshotStore } from './paging.js';
 import type { RequestInfo } from './request-info.js';
@@ -17,11 +18,8 @@ export interface ServedResource {
   version: string;
   decl: ResourceDecl;
   store: SnapshotStore;
-  /**
-   * Each object's JSON as served here, made once per object: snapshots are immutable and
-   * providers reuse unchanged objects, so a 10,000-item list is mostly a string join.
-   */
-  json: WeakMap<KubeObject, string>;
+  /** Each object's JSON as served here, made once per object (see encoded.ts). */
+  json: ObjectEncoder;
 }
 
 export interface ResourceHandlerOptions {
@@ -39,21 +37,19 @@ export function sendJson(ctx: Koa.Context, body: unknown, contentType: string): 
   ctx.status = 200;
   // Set before the body so Koa keeps our exact media type (no added charset).
   ctx.set('Content-Type', contentType);
-  ctx.body = typeof body === 'string' ? body : JSON.stringify(body);
+  ctx.body = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
 }
 
 /** An object as served under this group/version (one provider may back several). */
-function stamp(o: KubeObject, r: ServedResource): KubeObject {
+export function stamp(o: KubeObject, r: Pick<ServedResource, 'group' | 'version' | 'decl'>) {
   return { ...o, apiVersion: `${r.group}/${r.version}`, kind: r.decl.kind };
 }
 
-function objectJson(o: KubeObject, r: ServedResource): string {
-  let text = r.json.get(o);
-  if (text === undefined) {
-    text = JSON.stringify(stamp(o, r));
-    r.json.set(o, text);
-  }
-  return text;
+/** The objects with the response time as creationTimestamp, where the declaration says so. */
+function timed(objects: KubeObject[], r: ServedResource, now: Date): KubeObject[] {
+  if (!r.decl.creationTimestampIsNow) return objects;
+  const time = kubeTimeOf(now);
+  return objects.map((o) => withCreationTimestamp(o, time));
 }
 
 /** Objects in the namespace (if any) matching both selectors; `filtered` if any selector is set. */
@@ -98,9 +94,11 @@ async function get(
   const o = snap.items[i]!;
   if (table) {
     const meta = { resourceVersion: snap.resourceVersion };
-    sendJson(ctx, toTable(r.decl, [o], meta, table.options()), contentTypeOf(table.conv));
+    const options = table.options();
+    const rows = timed([o], r, options.now);
+    sendJson(ctx, toTable(r.decl, rows, meta, options), contentTypeOf(table.conv));
   } else {
-    sendJson(ctx, objectJson(o, r), contentTypeOf(undefined));
+    sendJson(ctx, r.json.one(o, opts.now()), contentTypeOf(undefined));
   }
 }
 
@@ -135,7 +133,9 @@ async function list(
     ...(p.remainingItemCount !== undefined ? { remainingItemCount: p.remainingItemCount } : {}),
   };
   if (table) {
-    sendJson(ctx, toTable(r.decl, p.items, meta, table.options()), contentTypeOf(table.conv));
+    const options = table.options();
+    const rows = timed(p.items, r, options.now);
+    sendJson(ctx, toTable(r.decl, rows, meta, options), contentTypeOf(table.conv));
     return;
   }
   const head = JSON.stringify({
@@ -144,8 +144,8 @@ async function list(
     metadata: meta,
   });
   // `items` is always an array, never null, even when empty.
-  const items = p.items.map((o) => objectJson(o, r)).join(',');
-  sendJson(ctx, `${head.slice(0, -1)},"items":[${items}]}`, contentTypeOf(undefined));
+  const body = r.json.list(`${head.slice(0, -1)},"items":[`, p.items, ']}', opts.now());
+  sendJson(ctx, body, contentTypeOf(undefined));
 }
 
 async function watch(
@@ -169,8 +169,13 @@ async function watch(
     params,
     match,
     filtered: sel.filtered || pathName !== '',
-    encode: (o, first) =>
-      table ? toTable(r.decl, [o], {}, { ...table.options(), noHeaders: !first }) : stamp(o, r),
+    encode: (o, first) => {
+      const options = table?.options();
+      const [timedObject] = timed([o], r, options?.now ?? opts.now());
+      return options
+        ? toTable(r.decl, [timedObject!], {}, { ...options, noHeaders: !first })
+        : stamp(timedObject!, r);
+    },
     bookmark: (resourceVersion, annotations) =>
       table
         ? {
