@@ -218,10 +218,11 @@ async function watchScenario(ctx, annex, apiH2, watchSessions, procs) {
         await settle();
         tick++;
         const name = `pod-${String(tick % PODS).padStart(5, '0')}`;
+        await annex.command(`tick ${tick}`);
         let c0 = procs.map((p) => cpuMs(p.pid));
         let t0 = performance.timeOrigin + performance.now();
         const seen = podWatch.next(`"name":"${name}"`);
-        const stored = await annex.command(`tick ${tick}`);
+        const stored = await annex.command('store');
         const lastAt = await seen;
         procs.forEach((p, k) => (a.cpu[k] += cpuMs(p.pid) - c0[k]));
         a.wall.push(lastAt - t0);
@@ -461,7 +462,10 @@ export async function run(ctx) {
           target: api,
           req: { path: POD_PATH },
           charge: ['annex', 'kube-apiserver'],
-          before: () => annex.command('scrape'),
+          before: async () => {
+            await annex.command('scrape');
+            await annex.command('store');
+          },
         },
         { name: cmRef, target: api, req: { path: CM_PATH }, charge: ['kube-apiserver', 'etcd'] },
       ],

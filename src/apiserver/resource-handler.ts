@@ -45,11 +45,9 @@ export function stamp(o: KubeObject, r: Pick<ServedResource, 'group' | 'version'
   return { ...o, apiVersion: `${r.group}/${r.version}`, kind: r.decl.kind };
 }
 
-/** The objects with the response time as creationTimestamp, where the declaration says so. */
-function timed(objects: KubeObject[], r: ServedResource, now: Date): KubeObject[] {
-  if (!r.decl.creationTimestampIsNow) return objects;
-  const time = kubeTimeOf(now);
-  return objects.map((o) => withCreationTimestamp(o, time));
+/** The object with the response time as creationTimestamp, where the declaration says so. */
+function timed(o: KubeObject, r: ServedResource, now: Date): KubeObject {
+  return r.decl.creationTimestampIsNow ? withCreationTimestamp(o, kubeTimeOf(now)) : o;
 }
 
 /** Objects in the namespace (if any) matching both selectors; `filtered` if any selector is set. */
@@ -76,7 +74,11 @@ function tableFormOf(
   const apiVersion = `${r.group}/${r.version}`;
   return {
     conv,
-    options: () => ({ version: conv.version, includeObject, apiVersion, now: opts.now() }),
+    options: () => {
+      const now = opts.now();
+      const time = r.decl.creationTimestampIsNow ? { creationTimestamp: kubeTimeOf(now) } : {};
+      return { version: conv.version, includeObject, apiVersion, now, ...time };
+    },
   };
 }
 
@@ -94,9 +96,7 @@ async function get(
   const o = snap.items[i]!;
   if (table) {
     const meta = { resourceVersion: snap.resourceVersion };
-    const options = table.options();
-    const rows = timed([o], r, options.now);
-    sendJson(ctx, toTable(r.decl, rows, meta, options), contentTypeOf(table.conv));
+    sendJson(ctx, toTable(r.decl, [o], meta, table.options()), contentTypeOf(table.conv));
   } else {
     sendJson(ctx, r.json.one(o, opts.now()), contentTypeOf(undefined));
   }
@@ -133,9 +133,7 @@ async function list(
     ...(p.remainingItemCount !== undefined ? { remainingItemCount: p.remainingItemCount } : {}),
   };
   if (table) {
-    const options = table.options();
-    const rows = timed(p.items, r, options.now);
-    sendJson(ctx, toTable(r.decl, rows, meta, options), contentTypeOf(table.conv));
+    sendJson(ctx, toTable(r.decl, p.items, meta, table.options()), contentTypeOf(table.conv));
     return;
   }
   const head = JSON.stringify({
@@ -169,13 +167,10 @@ async function watch(
     params,
     match,
     filtered: sel.filtered || pathName !== '',
-    encode: (o, first) => {
-      const options = table?.options();
-      const [timedObject] = timed([o], r, options?.now ?? opts.now());
-      return options
-        ? toTable(r.decl, [timedObject!], {}, { ...options, noHeaders: !first })
-        : stamp(timedObject!, r);
-    },
+    encode: (o, first) =>
+      table
+        ? toTable(r.decl, [o], {}, { ...table.options(), noHeaders: !first })
+        : stamp(timed(o, r, opts.now()), r),
     bookmark: (resourceVersion, annotations) =>
       table
         ? {
