@@ -41,8 +41,14 @@ export function sendJson(ctx: Koa.Context, body: unknown, contentType: string): 
 }
 
 /** An object as served under this group/version (one provider may back several). */
-export function stamp(o: KubeObject, r: Pick<ServedResource, 'group' | 'version' | 'decl'>) {
-  return { ...o, apiVersion: `${r.group}/${r.version}`, kind: r.decl.kind };
+export function stamp(
+  o: KubeObject,
+  r: Pick<ServedResource, 'group' | 'version' | 'decl'>,
+): KubeObject {
+  const apiVersion = `${r.group}/${r.version}`;
+  // Already so (the usual case): the same JSON without a copy.
+  if (o.apiVersion === apiVersion && o.kind === r.decl.kind) return o;
+  return { ...o, apiVersion, kind: r.decl.kind };
 }
 
 /** The object with the response time as creationTimestamp, where the declaration says so. */
