@@ -17,7 +17,14 @@ import { contentTypeOf, DISCOVERY_CONVERSIONS, negotiate } from './negotiate.js'
 import { openapiV2, openapiV3, openapiV3Index } from './openapi.js';
 import { SnapshotStore, type SnapshotStoreOptions } from './paging.js';
 import { requestInfoOf } from './request-info.js';
-import { serveRead, sendJson, serveResource, type ServedResource } from './resource-handler.js';
+import { ObjectEncoder } from './encoded.js';
+import {
+  serveRead,
+  sendJson,
+  serveResource,
+  stamp,
+  type ServedResource,
+} from './resource-handler.js';
 import { methodNotAllowedPath, notFoundPath } from './status.js';
 import type { GroupVersionDecl, ResourceDecl } from './types.js';
 
@@ -106,14 +113,9 @@ export function aggregatedApi(
       const store = stores.get(r) ?? new SnapshotStore(r.provider, opts.snapshots);
       stores.set(r, store);
       for (const v of g.versions) {
-        const json = new WeakMap();
-        served.set(`${g.group}/${v}/${r.plural}`, {
-          group: g.group,
-          version: v,
-          decl: r,
-          store,
-          json,
-        });
+        const at = { group: g.group, version: v, decl: r };
+        const json = new ObjectEncoder((o) => stamp(o, at), r.creationTimestampIsNow === true);
+        served.set(`${g.group}/${v}/${r.plural}`, { ...at, store, json });
       }
     }
   }

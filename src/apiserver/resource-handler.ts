@@ -2,6 +2,7 @@
 // declaration shares (as k8s.io/apiserver's handlers serve every registry the same way).
 import type Koa from 'koa';
 import { servedVerbs } from './discovery.js';
+import { kubeTimeOf, withCreationTimestamp, type ObjectEncoder } from './encoded.js';
 import { contentTypeOf, negotiate, TABLE_CONVERSIONS } from './negotiate.js';
 import { listRequestOf, page, snapshotFor, type SnapshotStore } from './paging.js';
 import type { RequestInfo } from './request-info.js';
@@ -17,11 +18,8 @@ export interface ServedResource {
   version: string;
   decl: ResourceDecl;
   store: SnapshotStore;
-  /**
-   * Each object's JSON as served here, made once per object: snapshots are immutable and
-   * providers reuse unchanged objects, so a 10,000-item list is mostly a string join.
-   */
-  json: WeakMap<KubeObject, string>;
+  /** Each object's JSON as served here, made once per object (see encoded.ts). */
+  json: ObjectEncoder;
 }
 
 export interface ResourceHandlerOptions {
@@ -39,21 +37,23 @@ export function sendJson(ctx: Koa.Context, body: unknown, contentType: string): 
   ctx.status = 200;
   // Set before the body so Koa keeps our exact media type (no added charset).
   ctx.set('Content-Type', contentType);
-  ctx.body = typeof body === 'string' ? body : JSON.stringify(body);
+  ctx.body = typeof body === 'string' || Buffer.isBuffer(body) ? body : JSON.stringify(body);
 }
 
 /** An object as served under this group/version (one provider may back several). */
-function stamp(o: KubeObject, r: ServedResource): KubeObject {
-  return { ...o, apiVersion: `${r.group}/${r.version}`, kind: r.decl.kind };
+export function stamp(
+  o: KubeObject,
+  r: Pick<ServedResource, 'group' | 'version' | 'decl'>,
+): KubeObject {
+  const apiVersion = `${r.group}/${r.version}`;
+  // Already so (the usual case): the same JSON without a copy.
+  if (o.apiVersion === apiVersion && o.kind === r.decl.kind) return o;
+  return { ...o, apiVersion, kind: r.decl.kind };
 }
 
-function objectJson(o: KubeObject, r: ServedResource): string {
-  let text = r.json.get(o);
-  if (text === undefined) {
-    text = JSON.stringify(stamp(o, r));
-    r.json.set(o, text);
-  }
-  return text;
+/** The object with the response time as creationTimestamp, where the declaration says so. */
+function timed(o: KubeObject, r: ServedResource, now: Date): KubeObject {
+  return r.decl.creationTimestampIsNow ? withCreationTimestamp(o, kubeTimeOf(now)) : o;
 }
 
 /** Objects in the namespace (if any) matching both selectors; `filtered` if any selector is set. */
@@ -80,7 +80,11 @@ function tableFormOf(
   const apiVersion = `${r.group}/${r.version}`;
   return {
     conv,
-    options: () => ({ version: conv.version, includeObject, apiVersion, now: opts.now() }),
+    options: () => {
+      const now = opts.now();
+      const time = r.decl.creationTimestampIsNow ? { creationTimestamp: kubeTimeOf(now) } : {};
+      return { version: conv.version, includeObject, apiVersion, now, ...time };
+    },
   };
 }
 
@@ -100,7 +104,7 @@ async function get(
     const meta = { resourceVersion: snap.resourceVersion };
     sendJson(ctx, toTable(r.decl, [o], meta, table.options()), contentTypeOf(table.conv));
   } else {
-    sendJson(ctx, objectJson(o, r), contentTypeOf(undefined));
+    sendJson(ctx, r.json.one(o, opts.now()), contentTypeOf(undefined));
   }
 }
 
@@ -144,8 +148,8 @@ async function list(
     metadata: meta,
   });
   // `items` is always an array, never null, even when empty.
-  const items = p.items.map((o) => objectJson(o, r)).join(',');
-  sendJson(ctx, `${head.slice(0, -1)},"items":[${items}]}`, contentTypeOf(undefined));
+  const body = r.json.list(`${head.slice(0, -1)},"items":[`, p.items, ']}', opts.now());
+  sendJson(ctx, body, contentTypeOf(undefined));
 }
 
 async function watch(
@@ -170,7 +174,9 @@ async function watch(
     match,
     filtered: sel.filtered || pathName !== '',
     encode: (o, first) =>
-      table ? toTable(r.decl, [o], {}, { ...table.options(), noHeaders: !first }) : stamp(o, r),
+      table
+        ? toTable(r.decl, [o], {}, { ...table.options(), noHeaders: !first })
+        : stamp(timed(o, r, opts.now()), r),
     bookmark: (resourceVersion, annotations) =>
       table
         ? {

@@ -131,3 +131,56 @@ describe('Table', () => {
     expect(humanDuration(ms)).toBe(want);
   });
 });
+
+describe('Table cells', () => {
+  const counted = (columns: ResourceDecl['columns']) => {
+    let calls = 0;
+    const d: ResourceDecl = {
+      ...decl,
+      columns: [
+        ...columns,
+        {
+          name: 'Calls',
+          type: 'integer',
+          description: 'counts its computations',
+          jsonPath: '',
+          value: () => ++calls,
+        },
+      ],
+    };
+    return { d, calls: () => calls };
+  };
+  const opts = { version: 'v1', includeObject: 'None' as const, apiVersion: 'x/v1', now };
+
+  it('are computed once per object when no cell depends on the time', () => {
+    const { d, calls } = counted([]);
+    const objects = [w, { ...w, metadata: { ...w.metadata, name: 'w2' } }];
+    toTable(d, objects, {}, opts);
+    const again = toTable(d, objects, {}, opts);
+    expect(calls()).toBe(2);
+    expect(again.rows.map((r) => r.cells)).toEqual([
+      ['w1', 1],
+      ['w2', 2],
+    ]);
+  });
+
+  it('are computed per Table when a date column makes ages', () => {
+    const { d, calls } = counted([
+      { name: 'Age', type: 'date', description: 'age', jsonPath: '.metadata.creationTimestamp' },
+    ]);
+    toTable(d, [w], {}, opts);
+    const later = toTable(d, [w], {}, { ...opts, now: new Date('2026-01-01T01:00:00Z') });
+    expect(calls()).toBe(2);
+    expect(later.rows[0]!.cells).toEqual(['w1', '60m', 2]);
+  });
+
+  it('row objects carry the response time when the declaration asks for it', () => {
+    const t = toTable(
+      decl,
+      [w],
+      {},
+      { ...opts, includeObject: 'Metadata', creationTimestamp: 'T' },
+    );
+    expect(t.rows[0]!.object).toMatchObject({ metadata: { name: 'w1', creationTimestamp: 'T' } });
+  });
+});

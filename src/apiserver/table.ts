@@ -39,6 +39,8 @@ export interface TableOptions {
   /** apiVersion to stamp on full objects (the group/version being served). */
   apiVersion: string;
   now?: Date;
+  /** Written into each row's object (ResourceDecl.creationTimestampIsNow). */
+  creationTimestamp?: string;
 }
 
 const NAME_COLUMN: TableColumnDefinition = {
@@ -101,6 +103,27 @@ export function humanDuration(ms: number): string {
 type CellFn = (o: KubeObject, now: number) => unknown;
 
 const cellCache = new WeakMap<ResourceDecl, CellFn[]>();
+/**
+ * Cells by object, for declarations without date columns (no cell depends on the time):
+ * objects are immutable, so a 10,000-row Table computes only the rows that changed.
+ */
+const rowCache = new WeakMap<ResourceDecl, WeakMap<KubeObject, unknown[]>>();
+
+function cellsOf(decl: ResourceDecl, o: KubeObject, now: number): unknown[] {
+  const fns = cellFns(decl);
+  let byObject = rowCache.get(decl);
+  if (!byObject) {
+    if (decl.columns.some((c) => c.type === 'date')) return fns.map((f) => f(o, now));
+    byObject = new WeakMap();
+    rowCache.set(decl, byObject);
+  }
+  let cells = byObject.get(o);
+  if (!cells) {
+    cells = fns.map((f) => f(o, now));
+    byObject.set(o, cells);
+  }
+  return cells;
+}
 
 function cellFns(decl: ResourceDecl): CellFn[] {
   const hit = cellCache.get(decl);
@@ -131,17 +154,15 @@ function cellFns(decl: ResourceDecl): CellFn[] {
 }
 
 function rowObject(o: KubeObject, decl: ResourceDecl, opts: TableOptions): unknown {
+  const time = opts.creationTimestamp;
+  const metadata = time === undefined ? o.metadata : { ...o.metadata, creationTimestamp: time };
   switch (opts.includeObject) {
     case 'None':
       return undefined;
     case 'Metadata':
-      return {
-        kind: 'PartialObjectMetadata',
-        apiVersion: `meta.k8s.io/${opts.version}`,
-        metadata: o.metadata,
-      };
+      return { kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${opts.version}`, metadata };
     case 'Object':
-      return { ...o, apiVersion: opts.apiVersion, kind: decl.kind };
+      return { ...o, apiVersion: opts.apiVersion, kind: decl.kind, metadata };
   }
 }
 
@@ -151,10 +172,9 @@ export function toTable(
   listMeta: Table['metadata'],
   opts: TableOptions,
 ): Table {
-  const fns = cellFns(decl);
   const now = (opts.now ?? new Date()).getTime();
   const rows = objects.map((o): TableRow => {
-    const row: TableRow = { cells: fns.map((f) => f(o, now)) };
+    const row: TableRow = { cells: cellsOf(decl, o, now) };
     const obj = rowObject(o, decl, opts);
     if (obj !== undefined) row.object = obj;
     return row;

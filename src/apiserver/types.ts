@@ -52,6 +52,12 @@ export interface ResourceDecl {
   /** Field selectors beyond metadata.name / metadata.namespace: selector key → JSONPath. */
   selectableFields?: Record<string, string>;
   provider: Provider;
+  /**
+   * metadata.creationTimestamp is the time of each response, as metrics-server makes its
+   * objects per request: the framework writes the current second into every object it
+   * serves (list, get, Table, watch), in the key position the provider's objects have.
+   */
+  creationTimestampIsNow?: boolean;
 }
 
 export interface GroupVersionDecl {

@@ -6,6 +6,7 @@ import type {
   KubeObject,
   Provider,
   ResourceDecl,
+  Snapshot,
   TableColumn,
   WatchEvent,
 } from '../apiserver/types.js';
@@ -117,10 +118,16 @@ export function podUsageTotals(pod: KubeObject): { cpu: string; memory: string }
 export function withApiVersion(provider: Provider, apiVersion: string): Provider {
   const stamp = (o: KubeObject): KubeObject =>
     o.apiVersion === apiVersion ? o : { ...o, apiVersion };
+  // One stamped copy per resourceVersion: the objects keep their identity across lists,
+  // and with it their served encoding.
+  let last: Snapshot | undefined;
   const wrapped: Provider = {
     snapshot: async () => {
       const s = await provider.snapshot();
-      return { resourceVersion: s.resourceVersion, items: s.items.map(stamp) };
+      if (last?.resourceVersion !== s.resourceVersion) {
+        last = { resourceVersion: s.resourceVersion, items: s.items.map(stamp) };
+      }
+      return { resourceVersion: last.resourceVersion, items: last.items.slice() };
     },
   };
   const subscribe = provider.subscribe?.bind(provider);
@@ -151,6 +158,7 @@ function resources(
       schema: nodeMetricsSchema,
       columns: nodeColumns,
       provider: withApiVersion(nodes, apiVersion),
+      creationTimestampIsNow: true,
     },
     {
       kind: 'PodMetrics',
@@ -161,6 +169,7 @@ function resources(
       schema: podMetricsSchema,
       columns: podColumns,
       provider: withApiVersion(pods, apiVersion),
+      creationTimestampIsNow: true,
     },
   ];
 }

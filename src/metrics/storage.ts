@@ -8,6 +8,18 @@ import { formatGoDuration, formatKubeTime } from './duration.js';
 import { WatchHistory } from '../apiserver/watch-history.js';
 import type { MetricsBatch, MetricsPoint } from './points.js';
 import { formatCpu, formatMemory } from '../apiserver/quantity.js';
+import { sameJson } from './same-json.js';
+
+/** `fn` remembering its last answer: the objects of one scrape mostly share a time and window. */
+function lastOf<A, R>(fn: (a: A) => R): (a: A) => R {
+  let last: { arg: A; result: R } | undefined;
+  return (arg) => {
+    if (last?.arg !== arg) last = { arg, result: fn(arg) };
+    return last.result;
+  };
+}
+const kubeTime = lastOf(formatKubeTime);
+const goDuration = lastOf(formatGoDuration);
 
 /** A container younger than this gets no synthetic first point: "can produce inaccurate data". */
 const FRESH_CONTAINER_MIN_NS = 10_000_000_000n;
@@ -42,7 +54,11 @@ export interface StoreOptions {
   apiVersion?: string;
   /** Watch events kept per resource for resuming watches. */
   historyLimit?: number;
-  /** Clock for metadata.creationTimestamp (metrics-server stamps the request time). */
+  /**
+   * Clock for metadata.creationTimestamp of stored objects and watch events: when the object
+   * last changed. Served lists and gets carry the response time instead (metrics-server
+   * stamps the request time; the group declares creationTimestampIsNow).
+   */
   now?: () => number;
   log?: Logger;
 }
@@ -105,7 +121,8 @@ const byNamespaceName = (a: KubeObject, b: KubeObject) => {
 
 /** Current objects of one resource, their change detection and their watch history. */
 class ResourceView {
-  private current = new Map<string, { object: KubeObject; fingerprint: string }>();
+  /** By key: the object as served (`object`) and as built from the scrape (`built`). */
+  private current = new Map<string, { object: KubeObject; built: KubeObject }>();
   private sorted: KubeObject[] = [];
   readonly history: WatchHistory;
 
@@ -122,48 +139,35 @@ class ResourceView {
   /** Replace the objects and append an event per added, changed or removed one. */
   diff(next: Map<string, KubeObject>, nextRv: () => number, nowIso: string): void {
     const events: [number, WatchEvent][] = [];
-    const updated = new Map<string, { object: KubeObject; fingerprint: string }>();
+    const updated = new Map<string, { object: KubeObject; built: KubeObject }>();
     for (const [key, object] of next) {
-      const fingerprint = JSON.stringify(object);
       const old = this.current.get(key);
-      if (old && old.fingerprint === fingerprint) {
+      if (old && sameJson(old.built, object)) {
         updated.set(key, old);
         continue;
       }
       const rv = nextRv();
-      const stamped = { ...object, metadata: { ...object.metadata, resourceVersion: String(rv) } };
-      updated.set(key, { object: stamped, fingerprint });
-      events.push([
-        rv,
-        { type: old ? 'MODIFIED' : 'ADDED', object: withCreation(stamped, nowIso) },
-      ]);
+      // One object for the snapshot and the event; kept as long as the object is unchanged,
+      // so the served encoding of it is too.
+      const stamped = withVersion(object, String(rv), nowIso);
+      updated.set(key, { object: stamped, built: object });
+      events.push([rv, { type: old ? 'MODIFIED' : 'ADDED', object: stamped }]);
     }
     for (const [key, old] of this.current) {
       if (updated.has(key)) continue;
       const rv = nextRv();
-      const object = {
-        ...old.object,
-        metadata: { ...old.object.metadata, resourceVersion: String(rv) },
-      };
-      events.push([rv, { type: 'DELETED', object: withCreation(object, nowIso) }]);
+      events.push([rv, { type: 'DELETED', object: withVersion(old.object, String(rv), nowIso) }]);
     }
     this.current = updated;
     this.sorted = [...updated.values()].map((v) => v.object).sort(this.order);
-    this.stamped = undefined;
     // Room for two full updates, so a client that listed before the last tick can still watch.
     this.history.ensureCapacity(2 * updated.size);
     for (const [rv, event] of events.sort((a, b) => a[0] - b[0])) this.history.append(rv, event);
   }
 
-  /** Lists within the same second share one stamped copy (creationTimestamp has 1 s precision). */
-  private stamped: { nowIso: string; items: KubeObject[] } | undefined;
-
-  items(nowIso: string): KubeObject[] {
-    if (this.stamped?.nowIso !== nowIso) {
-      this.stamped = { nowIso, items: this.sorted.map((o) => withCreation(o, nowIso)) };
-    }
+  items(): KubeObject[] {
     // A fresh array each call: callers may sort or splice it; the objects are shared, read-only.
-    return this.stamped.items.slice();
+    return this.sorted.slice();
   }
 
   get count(): number {
@@ -171,15 +175,15 @@ class ResourceView {
   }
 }
 
-/** metadata.creationTimestamp = when the object is handed out, as metrics-server does. */
-function withCreation(object: KubeObject, nowIso: string): KubeObject {
-  const { name, namespace, resourceVersion, labels } = object.metadata;
+/** The object at `resourceVersion`, created `nowIso`: metadata in metrics-server's key order. */
+function withVersion(object: KubeObject, resourceVersion: string, nowIso: string): KubeObject {
+  const { name, namespace, labels } = object.metadata;
   return {
     ...object,
     metadata: {
       name,
       ...(namespace !== undefined ? { namespace } : {}),
-      ...(resourceVersion !== undefined ? { resourceVersion } : {}),
+      resourceVersion,
       creationTimestamp: nowIso,
       ...(labels !== undefined ? { labels } : {}),
     },
@@ -304,8 +308,8 @@ export class MetricsStore {
         kind: 'NodeMetrics',
         apiVersion: this.apiVersion,
         metadata: { name, ...(hasLabels(entry.labels) ? { labels: entry.labels } : {}) },
-        timestamp: formatKubeTime(r.time.tsNs),
-        window: formatGoDuration(r.time.windowNs),
+        timestamp: kubeTime(r.time.tsNs),
+        window: goDuration(r.time.windowNs),
         usage: r.usage,
       };
       out.set(name, node);
@@ -346,8 +350,8 @@ export class MetricsStore {
           namespace: pod.namespace,
           ...(hasLabels(pod.labels) ? { labels: pod.labels } : {}),
         },
-        timestamp: earliest ? formatKubeTime(earliest.tsNs) : null,
-        window: formatGoDuration(earliest?.windowNs ?? 0n),
+        timestamp: earliest ? kubeTime(earliest.tsNs) : null,
+        window: goDuration(earliest?.windowNs ?? 0n),
         containers,
       };
       out.set(key, metrics);
@@ -356,9 +360,8 @@ export class MetricsStore {
   }
 
   private provider(view: ResourceView): Provider {
-    const nowIso = () => new Date(this.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
     return {
-      snapshot: (): Snapshot => ({ resourceVersion: String(this.rv), items: view.items(nowIso()) }),
+      snapshot: (): Snapshot => ({ resourceVersion: String(this.rv), items: view.items() }),
       subscribe: (resourceVersion, onEvent) => view.history.subscribe(resourceVersion, onEvent),
     };
   }

@@ -2,6 +2,7 @@
 // the server needs is built here once and passed down; nothing below reads globals or env,
 // and nothing here knows one feature from another.
 import { randomBytes } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import { isIP } from 'node:net';
 import { hostname } from 'node:os';
 import { startSharedCertificates, type SharedCertificates } from '../certs/shared.js';
@@ -114,6 +115,8 @@ export async function startAnnex(
   ];
   // Aborted when the drain starts: watches end cleanly rather than being reset.
   const stopWatches = new AbortController();
+  // Every open watch listens for it: hundreds are normal, not the leak Node warns of past 10.
+  setMaxListeners(0, stopWatches.signal);
   // Offered in the TLS CertificateRequest, so clients pick a certificate these CAs issued.
   const tls = (): TlsMaterial => ({
     ...serving,
