@@ -64,19 +64,19 @@ function check(status, body, uid, expect) {
   return null;
 }
 
-/** GET /readyz once; resolves true only for 200. */
+/** GET /readyz once; resolves with the status, 0 for no answer within a second. */
 function probe(target, ca, servername) {
   return new Promise((resolve) => {
     const req = request(
       { host: target.host, port: target.port, path: '/readyz', ca, servername, agent: false },
       (res) => {
         res.resume();
-        res.on('end', () => resolve(res.statusCode === 200));
-        res.on('error', () => resolve(false));
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', () => resolve(0));
       },
     );
     req.setTimeout(1000, () => req.destroy());
-    req.on('error', () => resolve(false));
+    req.on('error', () => resolve(0));
     req.end();
   });
 }
@@ -110,7 +110,14 @@ export async function runLoad(o, onWindow = () => {}) {
     return i < 0 ? 0 : i;
   };
 
-  const totals = { sent: 0, ok: 0, errors: 0, connects: 0, byTarget: o.targets.map(() => 0) };
+  const totals = {
+    sent: 0,
+    ok: 0,
+    errors: 0,
+    connects: 0,
+    failedConnects: 0,
+    byTarget: o.targets.map(() => 0),
+  };
   /** First few error texts, with counts. */
   const errorKinds = new Map();
   let win = newWindow(0);
@@ -143,10 +150,19 @@ export async function runLoad(o, onWindow = () => {}) {
       ALPNProtocols: ['http/1.1'],
     });
     socket.setNoDelay(true);
-    const c = { socket, target, ready: false, inflight: null, buf: [], bufLen: 0 };
+    const c = {
+      socket,
+      target,
+      ready: false,
+      everReady: false,
+      inflight: null,
+      buf: [],
+      bufLen: 0,
+    };
     conns.add(c);
     socket.on('secureConnect', () => {
       c.ready = true;
+      c.everReady = true;
       pump();
     });
     socket.on('data', (d) => onData(c, d));
@@ -158,7 +174,13 @@ export async function runLoad(o, onWindow = () => {}) {
         fail(`connection closed with a request in flight (target ${c.target})`);
         c.inflight = null;
       }
-      if (!stopping) connect();
+      if (stopping) return;
+      // A connection that never came up (refused, handshake failed) is retried after a pause.
+      if (c.everReady) connect();
+      else {
+        totals.failedConnects++;
+        setTimeout(() => !stopping && connect(), 50);
+      }
     });
   }
 
@@ -246,10 +268,15 @@ export async function runLoad(o, onWindow = () => {}) {
   let probing = null;
   if (o.readyz) {
     const interval = o.readyzIntervalMs ?? 100;
+    // An answer other than 200 takes a target out at once; silence only three times running
+    // (a loaded machine may miss one probe's deadline).
+    const silent = o.targets.map(() => 0);
     probing = setInterval(() => {
       o.targets.forEach((t, i) =>
-        probe(t, o.ca, servername).then((r) => {
-          ready[i] = r;
+        probe(t, o.ca, servername).then((status) => {
+          silent[i] = status === 0 ? silent[i] + 1 : 0;
+          if (status === 200) ready[i] = true;
+          else if (status !== 0 || silent[i] >= 3) ready[i] = false;
         }),
       );
     }, interval);

@@ -50,6 +50,10 @@ export interface LoadResult {
   errors: number;
   unsent: number;
   connects: number;
+  /** Connections that never came up (refused, handshake failed). */
+  failedConnects: number;
+  /** Requests sent to each target. */
+  byTarget: number[];
   errorKinds: Record<string, number>;
   windows: LoadWindow[];
   seconds: number;
