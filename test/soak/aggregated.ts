@@ -48,6 +48,31 @@ function get(
   });
 }
 
+/** annex's own V8 heap in use (MB), from its /metrics, read with the admin client certificate. */
+export function heapProbe(c: ClusterInfo, port: number, annexCa: string) {
+  const id = { ...adminIdentity(c), ca: annexCa };
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  return () =>
+    new Promise<number>((resolve, reject) => {
+      const req = request(
+        { host: '127.0.0.1', port, path: '/metrics', ...id, servername: 'localhost', agent },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8');
+          res.on('data', (d) => (body += d));
+          res.on('end', () => {
+            const m = /^annex_nodejs_heap_size_used_bytes (\S+)$/m.exec(body);
+            if (m) resolve(Number(m[1]) / 2 ** 20);
+            else reject(new Error(`no heap figure (${res.statusCode})`));
+          });
+        },
+      );
+      req.setTimeout(5000, () => req.destroy(new Error('timeout')));
+      req.on('error', reject);
+      req.end();
+    });
+}
+
 export interface SteadyFigures {
   sent: number;
   ok: number;

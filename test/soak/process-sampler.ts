@@ -7,6 +7,8 @@ export interface Sample {
   t: number;
   rssMb: number;
   fds: number;
+  /** V8 heap in use (MB), when a heap probe is given and answered. */
+  heapMb?: number;
 }
 
 /** VmRSS (MB) and the number of entries in /proc/PID/fd; null once the process is gone. */
@@ -25,10 +27,16 @@ export class ProcessSampler {
   private readonly t0 = Date.now();
   private readonly timer: NodeJS.Timeout;
 
-  constructor(pid: number, intervalMs: number) {
+  constructor(pid: number, intervalMs: number, heapMb?: () => Promise<number>) {
     const take = () => {
       const s = sampleOnce(pid);
-      if (s) this.samples.push({ t: (Date.now() - this.t0) / 1000, ...s });
+      if (!s) return;
+      const sample: Sample = { t: (Date.now() - this.t0) / 1000, ...s };
+      this.samples.push(sample);
+      void heapMb?.().then(
+        (mb) => (sample.heapMb = mb),
+        () => {},
+      );
     };
     take();
     this.timer = setInterval(take, intervalMs);
@@ -60,9 +68,12 @@ export function summarize(samples: readonly Sample[], warmupSeconds: number) {
   const after = samples.filter((s) => s.t >= warmupSeconds);
   const rss = after.map((s) => s.rssMb);
   const fds = after.map((s) => s.fds);
+  const heap = after.filter((s) => s.heapMb !== undefined);
   return {
     samples: after.length,
     rssSlopeMbPerMin: slope(after.map((s) => [s.t / 60, s.rssMb])),
+    heapSlopeMbPerMin: slope(heap.map((s) => [s.t / 60, s.heapMb!])),
+    heapSamples: heap.length,
     rssMb: {
       first: rss[0] ?? 0,
       min: Math.min(...rss),

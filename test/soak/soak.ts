@@ -15,7 +15,7 @@ import {
   pointAtTestAnnex,
   repoManifest,
 } from '../cluster/annex.js';
-import { openWatches, steadyAggregated, type SteadyFigures } from './aggregated.js';
+import { heapProbe, openWatches, steadyAggregated, type SteadyFigures } from './aggregated.js';
 import { startAnnexProcess, warnings } from './annex-process.js';
 import { ProcessSampler, summarize } from './process-sampler.js';
 import { soakTemplates } from './reviews.js';
@@ -105,7 +105,9 @@ export async function runSoak(c: ClusterInfo, o: SoakOptions, log: (line: string
     const opened = watches.states.filter((s) => s.status === 200 && s.events > 0).length;
     log(`annex pid ${annex.pid} on :${annex.port}; ${opened}/${o.watches} watches open`);
 
-    const sampler = new ProcessSampler(annex.pid, o.sampleSeconds * 1000);
+    const heap = heapProbe(c, annex.port, annex.ca);
+    log(`annex heap before load: ${(await heap()).toFixed(1)} MB`);
+    const sampler = new ProcessSampler(annex.pid, o.sampleSeconds * 1000, heap);
     const steady = steadyAggregated(c, o.aggregatedRate);
     const cpu0 = cpuSeconds(annex.pid);
     const load = await runLoadProcess(
