@@ -16,7 +16,8 @@
 // ready one, while requests in flight on them finish.
 //
 // Run as a child (fork) it takes its options from the first IPC message and sends
-// { type: 'window' } per window and { type: 'done' } at the end; see test/soak/*.ts.
+// { type: 'started' } when its clock starts, { type: 'window' } per window and
+// { type: 'done' } at the end; see test/soak/*.ts.
 import { request } from 'node:https';
 import tls from 'node:tls';
 
@@ -85,7 +86,7 @@ function probe(target, ca, servername) {
  * Runs the load; `onWindow` receives each window's figures as it closes.
  * @param {LoadOptions} o
  */
-export async function runLoad(o, onWindow = () => {}) {
+export async function runLoad(o, onWindow = () => {}, onStart = () => {}) {
   const servername = o.servername ?? 'localhost';
   const timeoutMs = o.timeoutMs ?? 10_000;
   const uidPrefix = o.uidPrefix ?? 'soak';
@@ -105,9 +106,13 @@ export async function runLoad(o, onWindow = () => {}) {
   const rotation = kinds.flatMap((k) => Array(k.weight).fill(k));
 
   const ready = o.targets.map(() => true);
+  // The first ready target; with none ready (a loaded machine missing probes), the last
+  // choice stands rather than flipping back to a target that went away.
+  let chosen = 0;
   const preferred = () => {
     const i = ready.indexOf(true);
-    return i < 0 ? 0 : i;
+    if (i >= 0) chosen = i;
+    return chosen;
   };
 
   const totals = {
@@ -287,6 +292,7 @@ export async function runLoad(o, onWindow = () => {}) {
     await new Promise((r) => setTimeout(r, 10));
 
   const start = performance.now();
+  onStart();
   let scheduled = 0;
   const cpu0 = process.cpuUsage();
   await new Promise((resolve) => {
@@ -352,7 +358,11 @@ export async function runLoad(o, onWindow = () => {}) {
 // As a forked child: options in, figures out.
 if (process.send && process.argv[1] && import.meta.url.endsWith(process.argv[1].split('/').pop())) {
   process.once('message', async (opts) => {
-    const result = await runLoad(opts, (w) => process.send({ type: 'window', window: w }));
+    const result = await runLoad(
+      opts,
+      (w) => process.send({ type: 'window', window: w }),
+      () => process.send({ type: 'started' }),
+    );
     process.send({ type: 'done', result }, () => process.exit(0));
   });
 }

@@ -12,6 +12,7 @@ export interface Backend {
 
 export async function serviceProxy(backends: Backend[], periodMs: number) {
   const ready = backends.map(() => true);
+  let chosen = 0;
   const dialled = backends.map(() => 0);
   const sockets = new Set<net.Socket>();
   // 503 takes a backend out at once; no answer (0) only three probes running.
@@ -27,7 +28,10 @@ export async function serviceProxy(backends: Backend[], periodMs: number) {
     );
   }, periodMs);
   const server = net.createServer((client) => {
-    const i = Math.max(0, ready.indexOf(true));
+    // None ready (missed probes on a loaded machine): the last choice stands.
+    const first = ready.indexOf(true);
+    if (first >= 0) chosen = first;
+    const i = chosen;
     dialled[i]!++;
     const upstream = net.connect(backends[i]!.port, '127.0.0.1');
     for (const [a, b] of [

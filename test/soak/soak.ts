@@ -69,14 +69,16 @@ export function cpuSeconds(pid: number): number {
   return (Number(f[11]) + Number(f[12])) / 100;
 }
 
-/** Runs the generator in its own process; `onWindow` sees each window as it closes. */
+/** Runs the generator in its own process; `onWindow` sees each window as it closes, `onStart` the clock start. */
 export function runLoadProcess(
   opts: Record<string, unknown>,
   onWindow: (w: LoadWindow) => void = () => {},
+  onStart: () => void = () => {},
 ): Promise<LoadResult> {
   const child = fork(loadgen, [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   return new Promise((resolve, reject) => {
     child.on('message', (m: { type: string; window?: LoadWindow; result?: LoadResult }) => {
+      if (m.type === 'started') onStart();
       if (m.type === 'window') onWindow(m.window!);
       if (m.type === 'done') resolve(m.result!);
     });
