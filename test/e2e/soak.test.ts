@@ -56,18 +56,23 @@ describeCluster('soak: webhook load, aggregated API and watches on one annex pro
         ended: [],
       });
       expect(r.warnings).toEqual([]);
-      // p99 stable: the later half of the full windows no worse than twice the earlier
-      // half (+20 ms for a shared machine's noise). A leak or a growing queue breaks it.
+      // p99 stable: the later half of the full windows no worse than three times the
+      // earlier half, +250 ms for a shared machine's noise. A leak or a rate annex cannot
+      // sustain grows it without bound (the queue is the generator's, latency counts from
+      // the scheduled instant).
       const full = r.load.windows.slice(0, Math.floor(o.seconds / o.windowSeconds));
       const half = Math.floor(full.length / 2);
       const early = median(full.slice(0, half).map((w) => w.p99));
       const late = median(full.slice(half).map((w) => w.p99));
-      expect(late).toBeLessThan(2 * early + 20);
+      expect(late).toBeLessThan(3 * early + 250);
       // Descriptors flat after warm-up: same connections throughout (a little slack for
       // the API server's client and the aggregator re-dialling).
       expect(r.memory.fds.max - r.memory.fds.min).toBeLessThanOrEqual(8);
-      // RSS: bounded growth. The short run is mostly heap warm-up, so its bound is generous.
-      expect(r.memory.rssSlopeMbPerMin).toBeLessThan(long ? 1 : 60);
+      // Memory: the heap left after each full GC (--trace-gc) is what a leak grows; RSS
+      // follows the GC sawtooth. The short run is mostly warm-up, so its bounds are generous.
+      expect(r.majorGc.count).toBeGreaterThan(0);
+      expect(r.majorGc.slopeMbPerMin).toBeLessThan(long ? 0.5 : 20);
+      expect(r.memory.rssSlopeMbPerMin).toBeLessThan(long ? 2 : 60);
     },
     (o.seconds + 180) * 1000,
   );

@@ -20,6 +20,8 @@ export interface AnnexProcess {
   ca: string;
   caBundle: string;
   logFile: string;
+  /** When it was spawned (ms since the epoch): --trace-gc times count from about then. */
+  spawnedAt: number;
   /** Exit code (or -1 on a signal) and when it came. */
   exited: Promise<{ code: number; at: number }>;
   readyz(): Promise<number>;
@@ -29,7 +31,13 @@ export async function startAnnexProcess(
   c: ClusterInfo,
   dir: string,
   name: string,
-  o: { certsDir: string; server?: Record<string, unknown>; metricsIntervalSeconds?: number },
+  o: {
+    certsDir: string;
+    server?: Record<string, unknown>;
+    metricsIntervalSeconds?: number;
+    /** Run node with --trace-gc: the heap after each full GC goes to the log (see majorGcHeap). */
+    traceGc?: boolean;
+  },
 ): Promise<AnnexProcess> {
   const port = await freePort();
   const config = join(dir, `${name}.yaml`);
@@ -45,7 +53,9 @@ export async function startAnnexProcess(
   );
   const logFile = join(dir, `${name}.log`);
   const out = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [cli, 'serve', '--config', config], {
+  const spawnedAt = Date.now();
+  const node = o.traceGc ? ['--trace-gc'] : [];
+  const child = spawn(process.execPath, [...node, cli, 'serve', '--config', config], {
     stdio: ['ignore', out, out],
     env: { ...process.env, KUBECONFIG: '' },
   });
@@ -90,6 +100,7 @@ export async function startAnnexProcess(
     ca,
     caBundle: Buffer.from(ca).toString('base64'),
     logFile,
+    spawnedAt,
     exited,
     readyz,
   };
@@ -100,5 +111,20 @@ export async function warnings(logFile: string): Promise<string[]> {
   const found: string[] = [];
   const lines = createInterface({ input: createReadStream(logFile), crlfDelay: Infinity });
   for await (const l of lines) if (/^\{"level":[4-6]\d,/.test(l)) found.push(l.slice(0, 400));
+  return found;
+}
+
+/**
+ * The heap left after each full (mark-compact) GC, from --trace-gc lines in the log:
+ * what a leak grows, without the sawtooth of heap-in-use. `t` is seconds since start.
+ */
+export async function majorGcHeap(logFile: string): Promise<{ t: number; mb: number }[]> {
+  const found: { t: number; mb: number }[] = [];
+  const re = /\s(\d+) ms: Mark-Compact(?: \(reduce\))? [\d.]+ \([\d.]+\) -> ([\d.]+) \(/;
+  const lines = createInterface({ input: createReadStream(logFile), crlfDelay: Infinity });
+  for await (const l of lines) {
+    const m = re.exec(l);
+    if (m) found.push({ t: Number(m[1]) / 1000, mb: Number(m[2]) });
+  }
   return found;
 }

@@ -16,8 +16,8 @@ import {
   repoManifest,
 } from '../cluster/annex.js';
 import { heapProbe, openWatches, steadyAggregated, type SteadyFigures } from './aggregated.js';
-import { startAnnexProcess, warnings } from './annex-process.js';
-import { ProcessSampler, summarize } from './process-sampler.js';
+import { majorGcHeap, startAnnexProcess, warnings } from './annex-process.js';
+import { ProcessSampler, slope, summarize } from './process-sampler.js';
 import { soakTemplates } from './reviews.js';
 
 export interface SoakOptions {
@@ -89,7 +89,10 @@ export function runLoadProcess(
 
 export async function runSoak(c: ClusterInfo, o: SoakOptions, log: (line: string) => void) {
   const dir = mkdtempSync(join(tmpdir(), 'annex-soak-'));
-  const annex = await startAnnexProcess(c, dir, 'soak', { certsDir: join(dir, 'certs') });
+  const annex = await startAnnexProcess(c, dir, 'soak', {
+    certsDir: join(dir, 'certs'),
+    traceGc: true,
+  });
   const apiservices = pointAtTestAnnex(repoManifest(APISERVICE), annex.port, annex.caBundle);
   try {
     await ensureAnnexService();
@@ -112,6 +115,7 @@ export async function runSoak(c: ClusterInfo, o: SoakOptions, log: (line: string
     const sampler = new ProcessSampler(annex.pid, o.sampleSeconds * 1000, heap);
     const steady = steadyAggregated(c, o.aggregatedRate);
     const cpu0 = cpuSeconds(annex.pid);
+    const loadStart = (Date.now() - annex.spawnedAt) / 1000;
     const load = await runLoadProcess(
       {
         targets: [{ host: '127.0.0.1', port: annex.port }],
@@ -140,7 +144,15 @@ export async function runSoak(c: ClusterInfo, o: SoakOptions, log: (line: string
     };
     watches.close();
     const samples = sampler.stop();
+    const gcs = (await majorGcHeap(annex.logFile)).filter(
+      (g) => g.t >= loadStart + o.warmupSeconds,
+    );
     return {
+      majorGc: {
+        count: gcs.length,
+        heapAfterMb: gcs.map((g) => g.mb),
+        slopeMbPerMin: slope(gcs.map((g) => [g.t / 60, g.mb])),
+      },
       warnings: await warnings(annex.logFile),
       options: o,
       annexPid: annex.pid,
