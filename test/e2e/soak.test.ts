@@ -74,7 +74,9 @@ describeCluster('soak: webhook load, aggregated API and watches on one annex pro
       // follows the GC sawtooth. The short run is mostly warm-up, so its bounds are generous.
       expect(r.majorGc.count).toBeGreaterThan(0);
       expect(r.majorGc.slopeMbPerMin).toBeLessThan(long ? 0.5 : 20);
-      expect(r.memory.rssSlopeMbPerMin).toBeLessThan(long ? 2 : 60);
+      // Over 15 s a 20 MB sawtooth is a slope of ±100 MB/min: the short run bounds the growth.
+      if (long) expect(r.memory.rssSlopeMbPerMin).toBeLessThan(2);
+      else expect(r.memory.rssMb.max - r.memory.rssMb.first).toBeLessThan(150);
     },
     (o.seconds + 180) * 1000,
   );
