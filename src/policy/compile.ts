@@ -4,6 +4,7 @@
 // with a PolicyCompileError naming the rule and the fault; nothing is left for
 // evaluation to discover except what depends on the object.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { linearRegExp } from './linear-regexp.js';
 import type { NameRule } from '../admission/names/index.js';
 import { rulesForKinds } from '../admission/kinds.js';
 import type { LabelSelectorSpec, RuleWithOperations } from '../admission/webhook.js';
@@ -77,8 +78,11 @@ const LIST_KEYWORDS = [
   'x-kubernetes-embedded-resource',
 ];
 
-/** The one Ajv instance: policies' shape and every rule's schema (draft-07, strict keywords). */
-export const ajv = new Ajv({ allErrors: true, logger: false });
+/**
+ * The one Ajv instance: policies' shape and every rule's schema (draft-07, strict keywords),
+ * its patterns matched in linear time (./linear-regexp.ts).
+ */
+export const ajv = new Ajv({ allErrors: true, logger: false, code: { regExp: linearRegExp } });
 for (const keyword of LIST_KEYWORDS) ajv.addKeyword(keyword);
 
 /**

@@ -18,12 +18,13 @@ import { EventRecorder, kubeEventSink } from '../kube/events.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../server/feature.js';
+import { deadlineOf } from '../server/review-io.js';
 import { celObjects, syncCel, webhookPolicies } from './cel/apply.js';
 import { celStatus, type CelObjects } from './cel/compile.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
 import { admissionEventsGroup, DecisionLog, observeEvaluation } from './decision-log.js';
-import { evaluate } from './evaluate.js';
-import { policyMatches, type MatchContext } from './match.js';
+import { evaluate, type EvaluateContext } from './evaluate.js';
+import { policyMatches } from './match.js';
 import { eventFor } from './recording.js';
 import { endpointSlicePeers, ReplicaView } from './replicas.js';
 import {
@@ -150,7 +151,7 @@ export interface DecideOutcome {
 export function decide(
   policies: readonly CompiledPolicy[],
   req: AdmissionRequest,
-  ctx: MatchContext,
+  ctx: EvaluateContext,
 ): DecideOutcome {
   const decisions: PolicyDecision[] = [];
   const warnings: string[] = [];
@@ -172,7 +173,7 @@ export function decide(
 export function mutateWith(
   policies: readonly CompiledPolicy[],
   req: AdmissionRequest,
-  ctx: MatchContext,
+  ctx: EvaluateContext,
 ): Verdict {
   let object = req.object;
   let changed = false;
@@ -206,9 +207,14 @@ export function policyFeature(config: Config): Feature {
   const set = new PolicySet();
   const log = new DecisionLog({ maxEntries: settings.decisionLog.maxEntries, replica: instance });
   const namespaceLabels = new Map<string, Record<string, string>>();
-  const matchCtx = (req: AdmissionRequest): MatchContext => {
+  const matchCtx = (req: AdmissionRequest, signal?: AbortSignal): EvaluateContext => {
     const labels = req.namespace ? namespaceLabels.get(req.namespace) : undefined;
-    return { annexNamespace: config.tls.namespace, ...(labels ? { namespaceLabels: labels } : {}) };
+    const deadline = deadlineOf(signal);
+    return {
+      annexNamespace: config.tls.namespace,
+      ...(labels ? { namespaceLabels: labels } : {}),
+      ...(deadline !== undefined ? { deadline } : {}),
+    };
   };
 
   let kube: KubeClient | null = null;
@@ -261,8 +267,8 @@ export function policyFeature(config: Config): Feature {
     description:
       "annex's AdmissionPolicies (policy.annex.dev): Deny, Warn and Audit. annex keeps `rules` equal to what the policies match.",
     registrations: [registration()],
-    admit: (req) => {
-      const { verdict, decisions } = decide(onWebhook, req, matchCtx(req));
+    admit: (req, signal) => {
+      const { verdict, decisions } = decide(onWebhook, req, matchCtx(req, signal));
       record(decisions, req);
       return verdict;
     },
@@ -274,7 +280,7 @@ export function policyFeature(config: Config): Feature {
     description:
       "annex's AdmissionPolicies (policy.annex.dev): mutate rules. annex keeps `rules` equal to what the policies match.",
     registrations: [registration({ reinvocationPolicy: 'Never' })],
-    admit: (req) => mutateWith(onWebhook, req, matchCtx(req)),
+    admit: (req, signal) => mutateWith(onWebhook, req, matchCtx(req, signal)),
   };
   const check = validatingWebhook({
     name: 'admissionpolicies.annex.dev',

@@ -66,8 +66,7 @@ function isWatch(path: string, query: string): boolean {
 }
 
 function isDiscovery(path: string): boolean {
-  if (path === '/api' || path === '/apis' || path === '/version' || path === '/api/v1')
-    return true;
+  if (path === '/api' || path === '/apis' || path === '/version' || path === '/api/v1') return true;
   if (path.startsWith('/openapi/')) return true;
   if (!path.startsWith('/apis/')) return false;
   // /apis/<group> or /apis/<group>/<version>: at most one more slash after /apis/.
