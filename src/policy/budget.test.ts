@@ -4,7 +4,8 @@
 // per its policy's failurePolicy instead of delaying the answer.
 import { describe, expect, it } from 'vitest';
 import type { AdmissionRequest } from '../admission/review.js';
-import { compilePolicy, PolicyCompileError, type CompiledPolicy } from './compile.js';
+import { compilePolicy, type CompiledPolicy } from './compile.js';
+import { PolicyCompileError } from './types.js';
 import { evaluate, OUT_OF_TIME } from './evaluate.js';
 import { BACKTRACKING_MAX_INPUT, exponentialShape } from './linear-regexp.js';
 
