@@ -55,8 +55,8 @@ export function createApp(parts: AppParts): Koa {
   // Koa's default 'error' listener prints stacks to stderr; statusErrors already logs.
   app.silent = true;
   app.use(unreadBody()); // 0. an answer sent before its body was read: discard the rest, or close
-  app.use(statusErrors(parts.log)); // 1. every failure below → a Status JSON
-  app.use(accessLog(parts.log)); // 2. one line per request: method, path, code, latency
+  app.use(accessLog(parts.log)); // 1. one line per request: method, path, the code sent, latency
+  app.use(statusErrors(parts.log)); // 2. every failure below → a Status JSON
   app.use(health(parts.readiness)); // 3. probes, before any authentication
   if (parts.maxInFlight) app.use(overload(parts.maxInFlight).middleware); // 3b. in-flight bound per priority class, else 429
   app.use(

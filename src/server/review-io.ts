@@ -69,7 +69,13 @@ export async function receiveReview(
   if (!/^application\/json\s*(;|$)/i.test(ctx.get('content-type')))
     throw unsupportedMediaType(ctx.get('content-type') || '(none)');
   const held = inFlight.hold(ctx, declaredLength(ctx, maxBytes));
-  const buf = await getRawBody(ctx.req, { limit: maxBytes });
+  // With the declared length, a body announced over the limit is a 413 at once, before
+  // a byte of it is waited for.
+  const length = Number(ctx.get('content-length') || NaN);
+  const buf = await getRawBody(ctx.req, {
+    limit: maxBytes,
+    ...(Number.isSafeInteger(length) && length >= 0 ? { length } : {}),
+  });
   held.resize(buf.length);
   let body: unknown;
   try {

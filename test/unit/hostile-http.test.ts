@@ -138,10 +138,14 @@ describe('slow loris', () => {
         ),
       );
       expect(statuses.every((x) => x === 408 || x === 'closed')).toBe(true);
+      // Each stream is closed too (RST_STREAM after the 408), while the client still drips.
+      await sleep(300);
+      expect(streams.filter((r) => !r.closed).length).toBe(0);
     } finally {
       clearInterval(drip);
     }
     expect((await h2Request(s, { ':path': '/livez' })).status).toBe(200);
+    expect(l.connections().idle).toBe(l.connections().open); // no stream left in flight
   }, 20_000);
 });
 
