@@ -12,6 +12,7 @@ import {
   applyObjects,
   deleteObjects,
   ensureAnnexService,
+  installPolicyCrd,
   featureRegistrations,
   startTestAnnex,
   type TestAnnex,
@@ -21,7 +22,6 @@ import {
   createNamespace,
   describeCluster,
   kubectl,
-  kubectlOk,
   type ClusterInfo,
 } from '../cluster/harness.js';
 
@@ -99,7 +99,6 @@ describeCluster('annex answers within ?timeout= even when a policy is slow', (c:
   let annex: TestAnnex;
   let ns = '';
   let registered: any[] = [];
-  const repo = join(import.meta.dirname, '..', '..');
   const policy = (name: string, failurePolicy: string, selector: string, validate: any[]) => ({
     apiVersion: 'policy.annex.dev/v1alpha1',
     kind: 'AdmissionPolicy',
@@ -133,12 +132,7 @@ describeCluster('annex answers within ?timeout= even when a policy is slow', (c:
 
   beforeAll(async () => {
     ns = await createNamespace('slowpolicy');
-    await kubectlOk(['apply', '-f', join(repo, 'manifests/crds/admissionpolicies.yaml')]);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Established',
-      'crd/admissionpolicies.policy.annex.dev',
-    ]);
+    await installPolicyCrd();
     annex = await startTestAnnex({
       admission: {
         names: { enabled: false },
