@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ensureCertificates } from '../../src/certs/index.js';
+import { eventually } from '../cluster/kubelet.js';
 import {
   applyObjects,
   deleteObjects,
@@ -160,7 +161,20 @@ describeCluster('annex answers within ?timeout= even when a policy is slow', (c:
     });
     await ensureAnnexService();
     await applyObjects(registered);
-    // Until the API server has the configuration and annex the policies, creates pass.
+    // Each policy compiled and reported ready by annex…
+    await eventually(async () => {
+      const out = await kubectl([
+        'get',
+        'admissionpolicies',
+        'slow-fail',
+        'slow-ignore',
+        'backtracking',
+        '-o',
+        'jsonpath={.items[*].status.ready}',
+      ]);
+      return out.stdout.trim() === 'true true true' ? true : undefined;
+    }, 60_000);
+    // …and the API server routing ConfigMaps to annex: until then, creates pass.
     for (let i = 0; i < 80; i++) {
       const r = await create(configMap(`probe${i}`, 'regex', 'b'));
       if (r.status === 400 || r.status === 422) break;

@@ -208,7 +208,7 @@ describe('HTTP/2 stream floods', () => {
     expect((await h2Request(s, { ':path': '/livez' })).status).toBe(200);
   }, 20_000);
 
-  it('survives rapid resets (open + RST_STREAM, 20,000 streams); others are served as usual', async () => {
+  it('survives rapid resets (open + RST_STREAM, 10,000 streams); others are served as usual', async () => {
     const l = await start();
     const quiet = await probeLatencies(l, 10);
     const cpu0 = process.cpuUsage();
@@ -221,7 +221,7 @@ describe('HTTP/2 stream floods', () => {
       a.on('goaway', () => goaways++);
     }
     const during = probeLatencies(l, 10);
-    for (let i = 0; i < 5000; i++) {
+    for (let i = 0; i < 2500; i++) {
       for (const a of attackers) {
         if (a.destroyed || a.closed) continue;
         try {
