@@ -4,6 +4,7 @@
 // asks the same question kube-apiserver would.
 import type Koa from 'koa';
 import { parseFieldSelector } from './selectors/field.js';
+import { badRequest } from './status.js';
 
 export interface RequestInfo {
   /** True for /apis/<group>/<version>/... (and /api/<version>/...); false for discovery, /openapi, probes. */
@@ -147,7 +148,30 @@ function exactName(fieldSelector: string): string | undefined {
 
 /** apimachinery path.IsValidPathSegmentName: not "." / "..", no "/" or "%". */
 function isValidPathSegmentName(name: string): boolean {
-  return name !== '.' && name !== '..' && !name.includes('/') && !name.includes('%');
+  return pathSegmentProblems(name).length === 0;
+}
+
+function pathSegmentProblems(name: string): string[] {
+  if (name === '.' || name === '..') return [`may not be '${name}'`];
+  const out: string[] = [];
+  for (const c of ['/', '%']) if (name.includes(c)) out.push(`may not contain '${c}'`);
+  return out;
+}
+
+/**
+ * A 400 for a name or namespace in the path that could not be an object's (`..`, or a
+ * `%` left by double encoding), as the API server's handlers refuse them: such a path
+ * never reaches a lookup.
+ */
+export function checkPathSegments(info: RequestInfo): void {
+  for (const [what, value] of [
+    ['namespace', info.namespace],
+    ['resource name', info.name],
+  ] as const) {
+    const problems = value ? pathSegmentProblems(value) : [];
+    if (problems.length)
+      throw badRequest(`invalid ${what} ${JSON.stringify(value)}: [${problems.join(', ')}]`);
+  }
 }
 
 /** Puts the parsed RequestInfo on ctx.state.requestInfo for every middleware after it. */

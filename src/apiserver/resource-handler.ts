@@ -5,7 +5,7 @@ import { servedVerbs } from './discovery.js';
 import { kubeTimeOf, withCreationTimestamp, type ObjectEncoder } from './encoded.js';
 import { contentTypeOf, negotiate, TABLE_CONVERSIONS } from './negotiate.js';
 import { listRequestOf, page, snapshotFor, type SnapshotStore } from './paging.js';
-import type { RequestInfo } from './request-info.js';
+import { checkPathSegments, type RequestInfo } from './request-info.js';
 import { fieldMatcher, parseFieldSelector } from './selectors/field.js';
 import { parseLabelSelector } from './selectors/label.js';
 import { methodNotAllowed, methodNotAllowedPath, notFound, notFoundPath } from './status.js';
@@ -222,6 +222,7 @@ export async function serveResource(
   if (WRITE_VERBS.has(info.verb) || (info.verb === '' && ctx.method !== 'GET')) {
     throw methodNotAllowedPath();
   }
+  checkPathSegments(info);
   if (info.subresource) throw notFoundPath();
   if (!r.decl.namespaced && info.namespace) throw notFoundPath();
   if (r.decl.namespaced && info.verb === 'get' && !info.namespace) throw notFoundPath();
@@ -244,6 +245,7 @@ export async function serveRead(
   if (info.verb !== 'get' && info.verb !== 'list') {
     throw methodNotAllowed(info.verb, info.resource, g.group);
   }
+  checkPathSegments(info);
   negotiate(ctx.get('Accept'));
   const body = await g.read!({
     verb: info.verb,

@@ -20,6 +20,7 @@ describe('loadConfig', () => {
       requestTimeoutSeconds: 30,
       handshakeTimeoutSeconds: 10,
       maxConnections: 8192,
+      maxInFlight: { review: 400, discovery: 100, watch: 1000, requests: 400 },
       shutdownDelaySeconds: 10,
       shutdownTimeoutSeconds: 15,
     });

@@ -27,6 +27,21 @@ export interface Config {
      */
     maxConnections: number;
     /**
+     * Requests in flight at once, per priority class (src/server/overload.ts); beyond a
+     * class's bound its requests get 429 with Retry-After at once. Separate budgets keep
+     * a runaway client from starving the API server's own calls.
+     */
+    maxInFlight: {
+      /** Admission- and ConversionReviews from the API server. */
+      review: number;
+      /** Discovery and OpenAPI (the aggregator's availability probe). */
+      discovery: number;
+      /** Watches, counted until they close, never against `requests`. */
+      watch: number;
+      /** Everything else: get, list, /metrics. */
+      requests: number;
+    };
+    /**
      * On SIGTERM, /readyz answers 503 at once and annex keeps serving this long, so that
      * endpoints and the API server stop sending before it stops listening
      * (kube-apiserver's --shutdown-delay-duration).
@@ -209,6 +224,7 @@ export const configSchema: JSONSchemaType<Config> = {
         'requestTimeoutSeconds',
         'handshakeTimeoutSeconds',
         'maxConnections',
+        'maxInFlight',
         'shutdownDelaySeconds',
         'shutdownTimeoutSeconds',
       ],
@@ -220,6 +236,19 @@ export const configSchema: JSONSchemaType<Config> = {
         requestTimeoutSeconds: { type: 'number', exclusiveMinimum: 0, default: 30 },
         handshakeTimeoutSeconds: { type: 'number', exclusiveMinimum: 0, default: 10 },
         maxConnections: { type: 'integer', minimum: 1, default: 8192 },
+        // kube-apiserver's --max-requests-inflight is 400 too.
+        maxInFlight: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['review', 'discovery', 'watch', 'requests'],
+          default: filledIn<Config['server']['maxInFlight']>(),
+          properties: {
+            review: { type: 'integer', minimum: 1, default: 400 },
+            discovery: { type: 'integer', minimum: 1, default: 100 },
+            watch: { type: 'integer', minimum: 1, default: 1000 },
+            requests: { type: 'integer', minimum: 1, default: 400 },
+          },
+        },
         shutdownDelaySeconds: { type: 'number', minimum: 0, default: 10 },
         shutdownTimeoutSeconds: { type: 'number', minimum: 0, default: 15 },
       },

@@ -4,6 +4,7 @@
 // with a PolicyCompileError naming the rule and the fault; nothing is left for
 // evaluation to discover except what depends on the object.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { linearRegExp } from './linear-regexp.js';
 import type { NameRule } from '../admission/names/index.js';
 import { rulesForKinds } from '../admission/kinds.js';
 import type { LabelSelectorSpec, RuleWithOperations } from '../admission/webhook.js';
@@ -78,11 +79,14 @@ const LIST_KEYWORDS = [
   'x-kubernetes-embedded-resource',
 ];
 
-/** The one Ajv instance: policies' shape and every rule's schema (draft-07, strict keywords). */
 /** Far deeper than any schema or default a policy needs; shallow enough for Ajv's recursion. */
 const MAX_SPEC_DEPTH = 100;
 
-export const ajv = new Ajv({ allErrors: true, logger: false });
+/**
+ * The one Ajv instance: policies' shape and every rule's schema (draft-07, strict keywords),
+ * its patterns matched in linear time (./linear-regexp.ts).
+ */
+export const ajv = new Ajv({ allErrors: true, logger: false, code: { regExp: linearRegExp } });
 for (const keyword of LIST_KEYWORDS) ajv.addKeyword(keyword);
 
 /**

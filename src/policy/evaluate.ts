@@ -30,7 +30,18 @@ import {
 } from './paths.js';
 import type { Evaluation, PolicyAction, PolicyDecision } from './types.js';
 
-export type EvaluateContext = MatchContext;
+export type EvaluateContext = MatchContext & {
+  /**
+   * When the answer is due (performance.now() ms): the webhook's budget from ?timeout=.
+   * A rule not started by then is not evaluated but fails, as a rule that cannot be
+   * evaluated does: its policy's failurePolicy decides (Fail: an error cause; Ignore:
+   * skipped), so the answer goes out within the API server's deadline.
+   */
+  deadline?: number;
+};
+
+/** What a rule reports that the budget left no time for. */
+export const OUT_OF_TIME = 'not evaluated: the evaluation ran out of its time budget (?timeout=)';
 
 /** Whether a value counts as set: `required` wants one, `forbidden` none (Go's unset: null, ""). */
 const present = (v: unknown) => v !== null && v !== undefined && v !== '';
@@ -187,6 +198,8 @@ export function evaluate(
       failures.push({ policy, rule: rule.name, causes: [internalError(rule, e)] });
     }
   };
+  const deadline = ctx.deadline;
+  const late = () => deadline !== undefined && performance.now() > deadline;
 
   // Mutation, copy-on-write: the request's object is never changed.
   const original = request.object ?? undefined;
@@ -194,6 +207,10 @@ export function evaluate(
   if (object) {
     for (const policy of matching) {
       for (const rule of policy.mutate) {
+        if (late()) {
+          fail(policy, rule, new Error(OUT_OF_TIME));
+          continue;
+        }
         try {
           object = mutateRule(rule, object);
         } catch (e) {
@@ -209,6 +226,10 @@ export function evaluate(
   if (target) {
     for (const policy of matching) {
       for (const rule of policy.validate) {
+        if (late()) {
+          fail(policy, rule, new Error(OUT_OF_TIME));
+          continue;
+        }
         try {
           const causes = validateRule(rule, target);
           if (causes.length) failures.push({ policy, rule: rule.name, causes });

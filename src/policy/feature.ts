@@ -18,12 +18,13 @@ import { EventRecorder, kubeEventSink } from '../kube/events.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../server/feature.js';
+import { deadlineOf } from '../server/review-io.js';
 import { celObjects, syncCel, webhookPolicies } from './cel/apply.js';
 import { celStatus, type CelObjects } from './cel/compile.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
 import { admissionEventsGroup, DecisionLog, observeEvaluation } from './decision-log.js';
-import { evaluate } from './evaluate.js';
-import { policyMatches, type MatchContext } from './match.js';
+import { evaluate, type EvaluateContext } from './evaluate.js';
+import { policyMatches } from './match.js';
 import { eventFor } from './recording.js';
 import { endpointSlicePeers, ReplicaView } from './replicas.js';
 import {
@@ -150,7 +151,7 @@ export interface DecideOutcome {
 export function decide(
   policies: readonly CompiledPolicy[],
   req: AdmissionRequest,
-  ctx: MatchContext,
+  ctx: EvaluateContext,
 ): DecideOutcome {
   const decisions: PolicyDecision[] = [];
   const warnings: string[] = [];
@@ -172,7 +173,7 @@ export function decide(
 export function mutateWith(
   policies: readonly CompiledPolicy[],
   req: AdmissionRequest,
-  ctx: MatchContext,
+  ctx: EvaluateContext,
 ): Verdict {
   let object = req.object;
   let changed = false;
@@ -214,10 +215,17 @@ export function policyFeature(config: Config): Feature {
    * created, or the watch is behind) is read from the API server when a policy's selector
    * needs it, as the API server's own namespace matcher does; if that read fails, the
    * review fails, and the webhook's failurePolicy (Fail) refuses the request rather than
-   * match it against no labels.
+   * match it against no labels. The review's deadline bounds the evaluation.
    */
-  const matchCtx = async (req: AdmissionRequest): Promise<MatchContext> => {
-    const ctx = { annexNamespace: config.tls.namespace };
+  const matchCtx = async (
+    req: AdmissionRequest,
+    signal?: AbortSignal,
+  ): Promise<EvaluateContext> => {
+    const deadline = deadlineOf(signal);
+    const ctx: EvaluateContext = {
+      annexNamespace: config.tls.namespace,
+      ...(deadline !== undefined ? { deadline } : {}),
+    };
     if (!req.namespace) return ctx;
     let labels = namespaceLabels.get(req.namespace);
     if (!labels && kube && onWebhook.some(selectsNamespaces)) {
@@ -279,8 +287,8 @@ export function policyFeature(config: Config): Feature {
     description:
       "annex's AdmissionPolicies (policy.annex.dev): Deny, Warn and Audit. annex keeps `rules` equal to what the policies match.",
     registrations: [registration()],
-    admit: async (req) => {
-      const { verdict, decisions } = decide(onWebhook, req, await matchCtx(req));
+    admit: async (req, signal) => {
+      const { verdict, decisions } = decide(onWebhook, req, await matchCtx(req, signal));
       record(decisions, req);
       return verdict;
     },
@@ -292,7 +300,7 @@ export function policyFeature(config: Config): Feature {
     description:
       "annex's AdmissionPolicies (policy.annex.dev): mutate rules. annex keeps `rules` equal to what the policies match.",
     registrations: [registration({ reinvocationPolicy: 'Never' })],
-    admit: async (req) => mutateWith(onWebhook, req, await matchCtx(req)),
+    admit: async (req, signal) => mutateWith(onWebhook, req, await matchCtx(req, signal)),
   };
   const check = validatingWebhook({
     name: 'admissionpolicies.annex.dev',

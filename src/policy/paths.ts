@@ -9,7 +9,7 @@
 import { JSONPath } from 'jsonpath-plus';
 
 interface SafeScriptClass {
-  new (code: string): unknown;
+  new (code: string): { ast: unknown };
 }
 const SafeScript = (JSONPath.prototype as unknown as { safeVm: { Script: SafeScriptClass } }).safeVm
   .Script;
@@ -63,17 +63,29 @@ function checkSubscript(inner: string): string | undefined {
       .slice(t.startsWith('?') ? 2 : 1, -1)
       .replaceAll(/@(parentProperty|parent|property|root|path)/gu, '_$$_$1')
       .replaceAll(/@(?=[.\s)[]|$)/gu, '_$$_v');
+    let ast: unknown;
     try {
-      new SafeScript(code);
+      ast = new SafeScript(code).ast;
     } catch (e) {
       return `expression ${JSON.stringify(t)}: ${(e as Error).message}`;
     }
+    // The safe evaluator still calls methods of the values (`@.name.match('(a+)+$')`,
+    // `@.x.repeat(1e9)`), whose cost the object's author then picks: comparisons only.
+    if (hasCall(ast)) return `expression ${JSON.stringify(t)}: calls are not allowed`;
     return undefined;
   }
   const parts = splitUnion(t);
   if (!parts) return `unterminated quote in [${inner}]`;
   const bad = parts.find((p) => !SUBSCRIPT.test(p));
   return bad === undefined ? undefined : `[${inner}] is not a key, index, slice, * or filter`;
+}
+
+/** Whether a jsep AST contains a call (any node of type CallExpression). */
+function hasCall(node: unknown): boolean {
+  if (Array.isArray(node)) return node.some(hasCall);
+  if (!isRecord(node)) return false;
+  if (node.type === 'CallExpression') return true;
+  return Object.values(node).some((v) => typeof v === 'object' && v !== null && hasCall(v));
 }
 
 /** Why `path` is not a JSONPath annex can evaluate, or undefined when it is one. */

@@ -19,6 +19,7 @@ import { peerEndpoints, requireClientCert } from './client-cert.js';
 import { statusErrors } from './errors.js';
 import { health, type Readiness } from './health.js';
 import { prometheusEndpoint } from './prometheus.js';
+import { overload, type InFlightLimits } from './overload.js';
 import { inFlightBytes } from './review-io.js';
 import { unreadBody } from './unread-body.js';
 
@@ -45,6 +46,8 @@ export interface AppParts {
   stopWatches: AbortSignal;
   /** Review bytes held at once, across every webhook and conversion; beyond it a 429. */
   maxReviewBytesInFlight: number;
+  /** Requests in flight per priority class (server.maxInFlight); beyond it a fast 429. */
+  maxInFlight?: InFlightLimits;
 }
 
 export function createApp(parts: AppParts): Koa {
@@ -52,9 +55,10 @@ export function createApp(parts: AppParts): Koa {
   // Koa's default 'error' listener prints stacks to stderr; statusErrors already logs.
   app.silent = true;
   app.use(unreadBody()); // 0. an answer sent before its body was read: discard the rest, or close
-  app.use(statusErrors(parts.log)); // 1. every failure below → a Status JSON
-  app.use(accessLog(parts.log)); // 2. one line per request: method, path, code, latency
+  app.use(accessLog(parts.log)); // 1. one line per request: method, path, the code sent, latency
+  app.use(statusErrors(parts.log)); // 2. every failure below → a Status JSON
   app.use(health(parts.readiness)); // 3. probes, before any authentication
+  if (parts.maxInFlight) app.use(overload(parts.maxInFlight).middleware); // 3b. in-flight bound per priority class, else 429
   app.use(
     reviewRoutes(parts, parts.log, {
       maxBytesInFlight: parts.maxReviewBytesInFlight,

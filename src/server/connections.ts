@@ -246,9 +246,16 @@ export class ConnectionTracker {
     const t = setTimeout(() => {
       const reset = () => req.stream.close(http2.constants.NGHTTP2_CANCEL);
       if (res.headersSent || res.writableEnded) return reset();
-      res.once('finish', reset);
       res.writeHead(408, { 'content-type': 'application/json' });
       res.end(requestTimeout);
+      // At once, not on the answer's 'finish': the compat layer emits that only when the
+      // stream closes, which a client still holding its side open never lets happen (the
+      // stream, and the handler waiting on its body, would stay forever). close() sends
+      // RST_STREAM after the queued answer. The reader of the body (raw-body) learns of it
+      // as of any abort: the compat request emits 'close' before 'end' here, and a reader
+      // that stops listening on 'close' would wait forever.
+      req.emit('aborted');
+      reset();
     }, this.o.requestTimeoutMs);
     t.unref();
     const clear = () => clearTimeout(t);

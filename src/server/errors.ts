@@ -1,4 +1,4 @@
-// The outermost middleware: whatever goes wrong below becomes a Kubernetes Status.
+// Whatever goes wrong below becomes a Kubernetes Status (only the access log is outside).
 // Known failures (StatusError) keep their code; anything else is a 500 whose details
 // go to the log (class and stack frames, never the message), never to the client.
 import type Koa from 'koa';

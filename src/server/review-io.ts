@@ -69,7 +69,13 @@ export async function receiveReview(
   if (!/^application\/json\s*(;|$)/i.test(ctx.get('content-type')))
     throw unsupportedMediaType(ctx.get('content-type') || '(none)');
   const held = inFlight.hold(ctx, declaredLength(ctx, maxBytes));
-  const buf = await getRawBody(ctx.req, { limit: maxBytes });
+  // With the declared length, a body announced over the limit is a 413 at once, before
+  // a byte of it is waited for.
+  const length = Number(ctx.get('content-length') || NaN);
+  const buf = await getRawBody(ctx.req, {
+    limit: maxBytes,
+    ...(Number.isSafeInteger(length) && length >= 0 ? { length } : {}),
+  });
   held.resize(buf.length);
   let body: unknown;
   try {
@@ -108,6 +114,16 @@ export class OverrunError extends Error {
   }
 }
 
+/** Each running budget's end, on performance.now()'s clock, by its signal. */
+const deadlines = new WeakMap<AbortSignal, number>();
+
+/**
+ * When the budget behind `signal` ends (performance.now() ms), for work that runs
+ * synchronously and so cannot see the signal abort: it checks the clock itself.
+ */
+export const deadlineOf = (signal: AbortSignal | undefined): number | undefined =>
+  signal && deadlines.get(signal);
+
 /**
  * Runs `work` (sync or async) within the budget; its signal aborts when the budget ends,
  * and an overrun rejects with OverrunError, whatever the work does afterwards.
@@ -117,6 +133,7 @@ export async function within<T>(
   work: (signal: AbortSignal) => T | Promise<T>,
 ): Promise<T> {
   const ac = new AbortController();
+  deadlines.set(ac.signal, performance.now() + budget);
   let timer: NodeJS.Timeout | undefined;
   const late = new Promise<never>((_, reject) => {
     timer = setTimeout(() => {

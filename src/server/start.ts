@@ -146,6 +146,7 @@ export async function startAnnex(
     trustLoopback: isLoopback(config.server.host),
     stopWatches: stopWatches.signal,
     maxReviewBytesInFlight: config.admission.maxInFlightBytes,
+    maxInFlight: config.server.maxInFlight,
   });
   const listening = await listenOrExplain(app, config, tls()).catch(async (e: unknown) => {
     await teardown();

@@ -74,6 +74,16 @@ export async function deleteObjects(objs: any[]): Promise<void> {
   }
 }
 
+/** The repo's AdmissionPolicy CRD, applied and Established. */
+export async function installPolicyCrd(): Promise<void> {
+  await applyObjects(repoManifest('manifests/crds/admissionpolicies.yaml'));
+  await kubectlOk([
+    'wait',
+    '--for=condition=Established',
+    'crd/admissionpolicies.policy.annex.dev',
+  ]);
+}
+
 /** Registers the APIServices of a repo YAML file at a test annex and waits until each is Available. */
 export async function registerApiServices(path: string, annex: TestAnnex): Promise<any[]> {
   await ensureAnnexService();

@@ -17,7 +17,7 @@ import { delegatedAuth, type DelegatedAuth } from '../../src/apiserver/auth/inde
 import { authorize, REVIEW_FAILED_REASON } from '../../src/apiserver/auth/authorize.js';
 import { AccessReviewer } from '../../src/apiserver/auth/subject-access-review.js';
 import { requestInfoMiddleware } from '../../src/apiserver/request-info.js';
-import { opensslSelfSigned } from '../../src/devcluster/pki.js';
+import { CLIENT_EXT, opensslCa, opensslLeaf, opensslSelfSigned } from '../../src/devcluster/pki.js';
 import { KubeClient } from '../../src/kube/client.js';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.js';
 import { statusErrors } from '../../src/server/errors.js';
@@ -315,6 +315,38 @@ describeCluster('delegated authn/authz', (c) => {
       reason: 'Unauthorized',
       code: 401,
     });
+  });
+
+  it('ignores forged X-Remote-* behind every certificate that is not a valid front proxy, on every path', async () => {
+    // Certificates that look like the front proxy's and are not: another CA's with the
+    // allowed CN, the real front-proxy CA's with another CN, and with a server-only usage.
+    const { copyFileSync } = await import('node:fs');
+    const caDir = join(tmp, 'fake-proxies');
+    (await import('node:fs')).mkdirSync(caDir, { recursive: true });
+    copyFileSync(c.frontProxyCaFile, join(caDir, 'front-proxy-ca.crt'));
+    copyFileSync(
+      join(c.frontProxyCaFile, '..', 'front-proxy-ca.key'),
+      join(caDir, 'front-proxy-ca.key'),
+    );
+    opensslCa(caDir, 'other-ca', 'front-proxy-ca');
+    opensslLeaf(caDir, 'wrong-ca', 'other-ca', '/CN=front-proxy-client', CLIENT_EXT);
+    opensslLeaf(caDir, 'wrong-cn', 'front-proxy-ca', '/CN=front-proxy-clients', CLIENT_EXT);
+    opensslLeaf(caDir, 'server-only', 'front-proxy-ca', '/CN=front-proxy-client', [
+      'extendedKeyUsage=serverAuth',
+    ]);
+    const headers = {
+      'X-Remote-User': 'system:admin',
+      'X-Remote-Group': ['system:masters', 'system:authenticated'],
+      'X-Remote-Extra-Scopes': 'all',
+    };
+    const paths = [podsPath(), `/apis/${GROUP}/v1beta1`, '/apis', '/metrics', '/openapi/v2'];
+    for (const name of ['wrong-ca', 'wrong-cn', 'server-only']) {
+      const id = { cert: file(join(caDir, `${name}.crt`)), key: file(join(caDir, `${name}.key`)) };
+      for (const path of paths) {
+        const r = await call(path, { ...id, headers });
+        expect({ name, path, status: r.status }).toEqual({ name, path, status: 401 });
+      }
+    }
   });
 
   it('ignores X-Remote-* behind a client-CA certificate: the user is the certificate CN', async () => {

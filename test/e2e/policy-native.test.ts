@@ -10,15 +10,13 @@ import {
   applyObjects,
   deleteObjects,
   ensureAnnexService,
+  installPolicyCrd,
   featureRegistrations,
   startTestAnnex,
   type TestAnnex,
 } from '../cluster/annex.js';
 import { createNamespace, describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
 import { eventually } from '../cluster/kubelet.js';
-import { join } from 'node:path';
-
-const repo = join(import.meta.dirname, '..', '..');
 
 describeCluster('AdmissionPolicies handed to the API server as CEL', () => {
   let ns = '';
@@ -35,12 +33,7 @@ describeCluster('AdmissionPolicies handed to the API server as CEL', () => {
 
   beforeAll(async () => {
     ns = await createNamespace('native');
-    await kubectlOk(['apply', '-f', join(repo, 'manifests/crds/admissionpolicies.yaml')]);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Established',
-      'crd/admissionpolicies.policy.annex.dev',
-    ]);
+    await installPolicyCrd();
     annex = await startTestAnnex({
       admission: { names: { enabled: false }, defaults: { enabled: false } },
       metrics: { enabled: false },

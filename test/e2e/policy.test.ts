@@ -15,6 +15,7 @@ import {
   applyObjects,
   deleteObjects,
   ensureAnnexService,
+  installPolicyCrd,
   featureRegistrations,
   startTestAnnex,
   type TestAnnex,
@@ -72,12 +73,7 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
 
   beforeAll(async () => {
     ns = await createNamespace('policy');
-    await kubectlOk(['apply', '-f', join(repo, 'manifests/crds/admissionpolicies.yaml')]);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Established',
-      'crd/admissionpolicies.policy.annex.dev',
-    ]);
+    await installPolicyCrd();
     const [pa, pb] = [await freePort(), await freePort()];
     const common = (instance: string, peer: number) => ({
       admission: {

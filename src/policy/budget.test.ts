@@ -1,0 +1,151 @@
+// What a policy costs is bounded whatever the object holds: patterns run in linear time
+// (or, needing backtracking, on short values and in shapes that cannot explode), filter
+// expressions cannot call methods, and a rule the time budget leaves no room for fails
+// per its policy's failurePolicy instead of delaying the answer.
+import { describe, expect, it } from 'vitest';
+import type { AdmissionRequest } from '../admission/review.js';
+import { compilePolicy, type CompiledPolicy } from './compile.js';
+import { PolicyCompileError } from './types.js';
+import { evaluate, OUT_OF_TIME } from './evaluate.js';
+import { BACKTRACKING_MAX_INPUT, exponentialShape } from './linear-regexp.js';
+
+function policy(spec: Record<string, unknown>, name = 'p'): CompiledPolicy {
+  return compilePolicy({
+    apiVersion: 'policy.annex.dev/v1alpha1',
+    kind: 'AdmissionPolicy',
+    metadata: { name },
+    spec: { match: { kinds: ['ConfigMap'] }, ...spec },
+  });
+}
+
+const onValue = (pattern: string, failurePolicy = 'Fail') =>
+  policy({
+    failurePolicy,
+    validate: [{ name: 'v', path: '$.data.v', schema: { type: 'string', pattern } }],
+  });
+
+function request(v: string): AdmissionRequest {
+  return {
+    uid: 'u',
+    kind: { group: '', version: 'v1', kind: 'ConfigMap' },
+    resource: { group: '', version: 'v1', resource: 'configmaps' },
+    name: 'c',
+    namespace: 'shop',
+    operation: 'CREATE',
+    userInfo: {},
+    object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { v } },
+  };
+}
+
+const timed = <T>(f: () => T): [T, number] => {
+  const t0 = performance.now();
+  const r = f();
+  return [r, performance.now() - t0];
+};
+
+describe('JSON Schema patterns', () => {
+  it('a catastrophic-backtracking pattern answers at once (ECMAScript: about 2^26 steps)', () => {
+    const p = onValue('^(a+)+$');
+    const [e, ms] = timed(() => evaluate([p], request(`${'a'.repeat(26)}!`)));
+    expect(e.allowed).toBe(false);
+    expect(ms).toBeLessThan(500);
+    expect(evaluate([p], request('a'.repeat(26))).allowed).toBe(true);
+    // A 1 MiB value is matched in linear time too.
+    const [big, bigMs] = timed(() => evaluate([p], request(`${'a'.repeat(1 << 20)}!`)));
+    expect(big.allowed).toBe(false);
+    expect(bigMs).toBeLessThan(2000);
+  });
+
+  it('keeps ECMAScript meaning where RE2 reads a pattern alike', () => {
+    // `.` never matches \r in ECMAScript; RE2's own `.` would.
+    expect(evaluate([onValue('^a.b$')], request('a\rb')).allowed).toBe(false);
+    expect(evaluate([onValue('^a.b$')], request('a-b')).allowed).toBe(true);
+    expect(evaluate([onValue('^\\d{3}$')], request('123')).allowed).toBe(true);
+    expect(evaluate([onValue('^\\p{Lu}')], request('Ärger')).allowed).toBe(true);
+  });
+
+  it('runs a lookaround on the backtracking engine, on values of bounded length only', () => {
+    const p = onValue('^[^@]*:(?!latest$)[^:/@]+$');
+    expect(evaluate([p], request('nginx:1.27')).allowed).toBe(true);
+    expect(evaluate([p], request('nginx:latest')).allowed).toBe(false);
+    const long = evaluate([p], request(`${'x'.repeat(BACKTRACKING_MAX_INPUT)}:1`));
+    expect(long.allowed).toBe(false);
+    expect(long.status?.details?.causes?.[0]?.message).toContain(
+      `longer than the ${BACKTRACKING_MAX_INPUT}`,
+    );
+    // failurePolicy Ignore: the rule that cannot be evaluated is skipped.
+    const ignore = onValue('^[^@]*:(?!latest$)[^:/@]+$', 'Ignore');
+    expect(evaluate([ignore], request(`${'x'.repeat(5000)}:1`)).allowed).toBe(true);
+  });
+
+  it.each([
+    ['^(?!x)(a+)+$', true],
+    ['^(?!x)(a|aa)*$', true],
+    ['^(?!x)(?:a?)+$', true],
+    ['(a)\\1(b+){2,}', true],
+    ['^[^@]*:(?!latest$)[^:/@]+$|@sha256:[0-9a-f]{64}$', false],
+    ['^(?!x)(ab){3}(c+)$', false],
+    ['^(?!x)[(a+)+]*$', false],
+  ])('exponentialShape(%s): %s', (pattern, refused) => {
+    expect(exponentialShape(pattern) !== undefined).toBe(refused);
+  });
+
+  it('refuses a backtracking-only pattern of exponential shape when the policy compiles', () => {
+    expect(() => onValue('^(?!x)(a+)+$')).toThrow(PolicyCompileError);
+    expect(() => onValue('^(?!x)(a+)+$')).toThrow(/can take exponential time/);
+  });
+});
+
+describe('JSONPath filter expressions', () => {
+  it.each([
+    "$.data[?(@.match('(a+)+$'))]",
+    '$.data[?(@.repeat(1000000000).length > 1)]',
+    '$.spec.containers[?(@.name.startsWith("x"))].image',
+  ])('refuses calls: %s', (path) => {
+    expect(() => policy({ validate: [{ name: 'r', path, required: true }] })).toThrow(
+      /calls are not allowed/,
+    );
+  });
+
+  it('still allows comparisons', () => {
+    expect(() =>
+      policy({
+        validate: [
+          {
+            name: 'r',
+            path: '$.spec.containers[?(@.name == "x" && @.n > 1)].image',
+            required: true,
+          },
+        ],
+      }),
+    ).not.toThrow();
+  });
+});
+
+describe('the time budget', () => {
+  const two = (failurePolicy: string) =>
+    policy({
+      failurePolicy,
+      validate: [
+        { name: 'first', path: '$.data.v', schema: { type: 'string' } },
+        { name: 'second', path: '$.data.v', schema: { type: 'string' } },
+      ],
+    });
+
+  it('Fail: a rule left without time denies, naming the budget', () => {
+    const e = evaluate([two('Fail')], request('x'), { deadline: performance.now() - 1 });
+    expect(e.allowed).toBe(false);
+    expect(e.decisions.map((d) => d.rule)).toEqual(['first', 'second']);
+    expect(e.status?.details?.causes?.[0]?.message).toContain(OUT_OF_TIME);
+  });
+
+  it('Ignore: rules left without time are skipped', () => {
+    const e = evaluate([two('Ignore')], request('x'), { deadline: performance.now() - 1 });
+    expect(e).toMatchObject({ allowed: true, decisions: [] });
+  });
+
+  it('within the budget, rules are evaluated as usual', () => {
+    const e = evaluate([two('Fail')], request('x'), { deadline: performance.now() + 10_000 });
+    expect(e).toMatchObject({ allowed: true, decisions: [] });
+  });
+});
