@@ -7,7 +7,7 @@ import { createServer } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const [kind, certsDir] = process.argv.slice(2);
+const [kind, certsDir, dist = new URL('../dist', import.meta.url).pathname] = process.argv.slice(2);
 const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const MUTATED = 'bench.annex.dev/mutated';
 const REQUESTS = { cpu: '100m', memory: '128Mi' };
@@ -24,7 +24,11 @@ function bareAnswer(path, review) {
   } else {
     const ops = [];
     if (object.metadata.labels) {
-      ops.push({ op: 'add', path: `/metadata/labels/${MUTATED.replace('/', '~1')}`, value: 'true' });
+      ops.push({
+        op: 'add',
+        path: `/metadata/labels/${MUTATED.replace('/', '~1')}`,
+        value: 'true',
+      });
     } else ops.push({ op: 'add', path: '/metadata/labels', value: { [MUTATED]: 'true' } });
     object.spec.template.spec.containers.forEach((c, i) => {
       if (c.resources?.requests) return;
@@ -53,7 +57,7 @@ if (kind === 'bare') {
   await new Promise((r) => server.listen(0, '127.0.0.1', r));
   port = server.address().port;
 } else {
-  const annexApi = await import('../dist/index.js');
+  const annexApi = await import(join(dist, 'index.js'));
   const { allow, denyInvalid, invalidField, mutate, validateName } = annexApi;
   const { mutatingWebhook, validatingWebhook, defineFeature, loadConfig, startAnnex } = annexApi;
   const match = { kinds: ['apps/Deployment'], operations: ['CREATE'] };

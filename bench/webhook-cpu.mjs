@@ -8,7 +8,7 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { ensureCertificates } from '../dist/certs/index.js';
 
 const here = import.meta.dirname;
@@ -16,19 +16,28 @@ const ROUNDS = Number(process.argv[2] ?? 3);
 const SIZES_KB = (process.argv[3] ?? '5,10,50').split(',').map(Number);
 const REQUESTS = Number(process.env.BENCH_REQUESTS ?? 6000);
 const CONNECTIONS = 16;
-const RATE = 1000;
+const RATE = Number(process.env.BENCH_RATE ?? 1000);
 const RATE_SECONDS = Number(process.env.BENCH_RATE_SECONDS ?? 3);
-const ALL_CELLS = [
-  ['bare', 'validate', '/validate'],
-  ['annex', 'validate', '/validate/bench'],
-  ['annex', 'names', '/validate/names'],
-  ['bare', 'mutate', '/mutate'],
-  ['annex', 'mutate', '/mutate/bench'],
-  ['annex', 'defaults', '/mutate/defaults'],
-];
+// BENCH_ANNEX=/tmp/dist-before,/tmp/dist-after: annex builds to compare in the same run
+// (each a copy of dist/ from which node_modules resolves); default this tree's dist/.
+const BUILDS = (process.env.BENCH_ANNEX ?? join(here, '..', 'dist')).split(',');
+const label = (dir) => (BUILDS.length > 1 ? `${basename(dir)}:` : '');
 // BENCH_CELLS=validate,names: only these (bare references are kept for the ratios).
 const only = process.env.BENCH_CELLS?.split(',');
-const CELLS = ALL_CELLS.filter(([kind, name]) => !only || kind === 'bare' || only.includes(name));
+const ANNEX_CELLS = [
+  ['validate', '/validate/bench', 'validate'],
+  ['names', '/validate/names', 'validate'],
+  ['mutate', '/mutate/bench', 'mutate'],
+  ['defaults', '/mutate/defaults', 'mutate'],
+].filter(([name]) => !only || only.includes(name));
+/** [server, name, path, bare name]: the bare references, then every build's webhooks. */
+const CELLS = [
+  ['bare', 'bare-validate', '/validate', 'bare-validate'],
+  ['bare', 'bare-mutate', '/mutate', 'bare-mutate'],
+  ...BUILDS.flatMap((dir) =>
+    ANNEX_CELLS.map(([name, path, ref]) => [dir, `${label(dir)}${name}`, path, `bare-${ref}`]),
+  ),
+];
 const CLK_TCK = Number(execFileSync('getconf', ['CLK_TCK']).toString());
 
 /** An AdmissionReview of an apps/v1 Deployment CREATE, padded with env vars to `bytes`. */
@@ -69,11 +78,23 @@ function review(bytes, i) {
   return text();
 }
 
-async function startServer(kind, certs) {
-  const prof = process.env.BENCH_PROF && kind === 'annex' ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`] : [];
+async function startServer(kind, certs, dist = '') {
+  const prof =
+    process.env.BENCH_PROF && kind !== 'bare'
+      ? ['--cpu-prof', `--cpu-prof-dir=${process.env.BENCH_PROF}`]
+      : [];
   const child = spawn(
     'taskset',
-    ['-c', '0', process.execPath, ...prof, join(here, 'webhook-cpu-server.mjs'), kind, certs],
+    [
+      '-c',
+      '0',
+      process.execPath,
+      ...prof,
+      join(here, 'webhook-cpu-server.mjs'),
+      kind === 'bare' ? 'bare' : 'annex',
+      certs,
+      dist,
+    ],
     { stdio: ['ignore', 'pipe', 'pipe'] },
   );
   child.stderr.resume(); // annex's log lines: read and dropped, as a container runtime would
@@ -131,7 +152,8 @@ const pct = (xs, p) =>
 /** Server CPU µs per review over REQUESTS reviews, CONNECTIONS at a time (closed loop). */
 async function cpuPerReview(server, ca, path, bodies) {
   const agent = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
-  for (let i = 0; i < 1000; i++) await post(agent, ca, server.port, path, bodies[i % bodies.length]);
+  for (let i = 0; i < 1000; i++)
+    await post(agent, ca, server.port, path, bodies[i % bodies.length]);
   const cpu0 = server.cpuMicros();
   let next = 0;
   const t0 = process.hrtime.bigint();
@@ -149,17 +171,25 @@ async function cpuPerReview(server, ca, path, bodies) {
   return { us: cpu / REQUESTS, rps: REQUESTS / s };
 }
 
-/** p50/p99 in ms at RATE req/s for RATE_SECONDS, each from its scheduled send time. */
+/**
+ * p50/p99 in ms at RATE req/s for RATE_SECONDS, each from its scheduled send time, and
+ * the server CPU per review at that rate (the same arrivals for every subject, so this
+ * CPU figure does not depend on how fast each subject could go).
+ */
 async function latencyAtRate(server, ca, path, bodies) {
   const agent = new Agent({ keepAlive: true, maxSockets: 25 });
   for (let i = 0; i < 300; i++) await post(agent, ca, server.port, path, bodies[i % bodies.length]);
   const total = RATE * RATE_SECONDS;
+  const cpu0 = server.cpuMicros();
   const lat = [];
   const pending = [];
   const start = process.hrtime.bigint();
   let sent = 0;
   while (sent < total) {
-    const due = Math.min(total, Math.floor((Number(process.hrtime.bigint() - start) / 1e9) * RATE) + 1);
+    const due = Math.min(
+      total,
+      Math.floor((Number(process.hrtime.bigint() - start) / 1e9) * RATE) + 1,
+    );
     for (; sent < due; sent++) {
       const scheduled = start + BigInt(Math.round((sent / RATE) * 1e9));
       pending.push(
@@ -171,8 +201,9 @@ async function latencyAtRate(server, ca, path, bodies) {
     await new Promise((r) => setImmediate(r));
   }
   await Promise.all(pending);
+  const us = (server.cpuMicros() - cpu0) / total;
   agent.destroy();
-  return { p50: pct(lat, 50), p99: pct(lat, 99) };
+  return { p50: pct(lat, 50), p99: pct(lat, 99), us };
 }
 
 execFileSync('taskset', ['-pc', '1', String(process.pid)], { stdio: 'ignore' });
@@ -180,23 +211,25 @@ const dir = mkdtempSync(join(tmpdir(), 'annex-webhook-cpu-'));
 try {
   await ensureCertificates({ dir, service: 'annex', namespace: 'annex-system' });
   const ca = readFileSync(join(dir, 'ca.crt'));
-  const servers = { bare: await startServer('bare', dir), annex: await startServer('annex', dir) };
+  const servers = { bare: await startServer('bare', dir) };
+  for (const b of BUILDS) servers[b] = await startServer('annex', dir, b);
   const results = new Map(); // `${kb} ${name}` → { us: [], rps: [], p50: [], p99: [] }
   for (let round = 0; round < ROUNDS; round++) {
     for (const kb of SIZES_KB) {
       const bodies = Array.from({ length: 16 }, (_, i) => review(kb * 1024, i));
       // Alternate the order each round so neither subject always runs first.
       const cells = round % 2 ? CELLS.slice().reverse() : CELLS;
-      for (const [kind, name, path] of cells) {
-        const r = await cpuPerReview(servers[kind], ca, path, bodies);
-        const key = `${kb} ${kind === 'bare' ? 'bare-' : ''}${name}`;
-        const acc = results.get(key) ?? { us: [], rps: [], p50: [], p99: [] };
+      for (const [server, name, path] of cells) {
+        const r = await cpuPerReview(servers[server], ca, path, bodies);
+        const key = `${kb} ${name}`;
+        const acc = results.get(key) ?? { us: [], rps: [], p50: [], p99: [], rateUs: [] };
         acc.us.push(r.us);
         acc.rps.push(r.rps);
         if (!process.env.BENCH_NO_RATE) {
-          const l = await latencyAtRate(servers[kind], ca, path, bodies);
+          const l = await latencyAtRate(servers[server], ca, path, bodies);
           acc.p50.push(l.p50);
           acc.p99.push(l.p99);
+          acc.rateUs.push(l.us);
         }
         results.set(key, acc);
       }
@@ -207,16 +240,20 @@ try {
   await Promise.all(Object.values(servers).map((s) => s.stop()));
   const f = (x, d = 1) => (x === undefined ? '-' : x.toFixed(d));
   console.log(
-    `server CPU µs/review (median of ${ROUNDS} rounds, ${REQUESTS} reviews, ${CONNECTIONS} connections); ratio to bare per round, median [min–max]; p50/p99 ms at ${RATE}/s`,
+    `server CPU µs/review closed loop (median of ${ROUNDS} rounds, ${REQUESTS} reviews, ${CONNECTIONS} connections), ratio to bare per round: median [min–max]; open loop at ${RATE}/s: p50/p99 ms, CPU µs/review and ratio`,
   );
   for (const kb of SIZES_KB) {
-    for (const [kind, name] of CELLS) {
-      const key = `${kb} ${kind === 'bare' ? 'bare-' : ''}${name}`;
+    for (const [, name, , refName] of CELLS) {
+      const key = `${kb} ${name}`;
       const r = results.get(key);
-      const ref = results.get(`${kb} bare-${name === 'names' ? 'validate' : name === 'defaults' ? 'mutate' : name}`);
+      const ref = results.get(`${kb} ${refName}`);
       const ratios = r.us.map((u, i) => u / ref.us[i]);
+      const rateRatios = r.rateUs.map((u, i) => u / ref.rateUs[i]);
+      const at = rateRatios.length
+        ? `  at ${RATE}/s ${f(median(r.rateUs))} µs ${f(median(rateRatios), 2)}x [${f(Math.min(...rateRatios), 2)}–${f(Math.max(...rateRatios), 2)}]`
+        : '';
       console.log(
-        `${kb} KB ${key.slice(key.indexOf(' ') + 1).padEnd(14)} ${f(median(r.us)).padStart(7)} µs  ${f(median(ratios), 2)}x [${f(Math.min(...ratios), 2)}–${f(Math.max(...ratios), 2)}]  ${f(median(r.rps), 0)} req/s  p50/p99 ${f(r.p50.length ? median(r.p50) : undefined, 2)}/${f(r.p99.length ? median(r.p99) : undefined, 2)} ms`,
+        `${kb} KB ${name.padEnd(20)} ${f(median(r.us)).padStart(7)} µs  ${f(median(ratios), 2)}x [${f(Math.min(...ratios), 2)}–${f(Math.max(...ratios), 2)}]  ${f(median(r.rps), 0)} req/s  p50/p99 ${f(r.p50.length ? median(r.p50) : undefined, 2)}/${f(r.p99.length ? median(r.p99) : undefined, 2)} ms${at}`,
       );
     }
   }
