@@ -27,7 +27,7 @@ import {
 } from './review.js';
 import { allow, type Verdict } from './verdict.js';
 import { matchingRegistration, type Registration, type Webhook } from './webhook.js';
-import { isObject } from '../json.js';
+import { cloneJson, isObject } from '../json.js';
 
 export { inFlightBytes, type InFlight } from '../server/review-io.js';
 
@@ -130,7 +130,7 @@ async function decideWithin(
 ): Promise<Verdict> {
   const mine =
     webhook.type === 'mutating' && request.object
-      ? { ...request, object: structuredClone(request.object) }
+      ? { ...request, object: cloneJson(request.object) }
       : request;
   try {
     return await within(budget, (signal) => webhook.admit(mine, signal));
