@@ -110,23 +110,34 @@ export class OverrunError extends Error {
 
 /**
  * Runs `work` (sync or async) within the budget; its signal aborts when the budget ends,
- * and an overrun rejects with OverrunError, whatever the work does afterwards.
+ * and an overrun rejects with OverrunError, whatever the work does afterwards. Only
+ * asynchronous work arms a timer: a synchronous result cannot be interrupted, and is
+ * answered as it returns (the timer could never have fired before it).
  */
 export async function within<T>(
   budget: number,
   work: (signal: AbortSignal) => T | Promise<T>,
 ): Promise<T> {
   const ac = new AbortController();
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
+  const result = work(ac.signal);
+  if (!isThenable(result)) return result;
+  return new Promise<T>((resolve, reject) => {
+    const timer = setTimeout(() => {
       ac.abort();
       reject(new OverrunError(budget));
     }, budget);
+    result.then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (err: unknown) => {
+        clearTimeout(timer);
+        reject(err as Error);
+      },
+    );
   });
-  try {
-    return await Promise.race([Promise.resolve().then(() => work(ac.signal)), late]);
-  } finally {
-    clearTimeout(timer);
-  }
 }
+
+const isThenable = <T>(v: T | PromiseLike<T>): v is PromiseLike<T> =>
+  typeof (v as { then?: unknown } | null)?.then === 'function';
