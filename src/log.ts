@@ -19,6 +19,16 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
   );
 }
 
+/**
+ * The same logger without the redaction pass, for the one line per request whose fields
+ * are all strings, numbers and booleans: every redaction path names a key inside a nested
+ * object (`*.token`, `req.headers.authorization`), so on such a line it can match nothing,
+ * and skipping it halves the cost of the line. Never give it an object as a field value.
+ */
+export function flatLines(log: Logger): Logger<never> {
+  return log.child({}, { redact: [] });
+}
+
 /** Longest request-derived string a log field holds (names are ≤ 253, uids 36). */
 export const LOG_FIELD_MAX = 256;
 

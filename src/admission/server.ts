@@ -7,7 +7,7 @@
 import type Koa from 'koa';
 import { Histogram, register } from 'prom-client';
 import { StatusError } from '../apiserver/status.js';
-import { errorFields, logField, type Logger } from '../log.js';
+import { errorFields, flatLines, logField, type Logger } from '../log.js';
 import {
   budgetMs,
   inFlightBytes,
@@ -27,7 +27,7 @@ import {
 } from './review.js';
 import { allow, type Verdict } from './verdict.js';
 import { matchingRegistration, type Registration, type Webhook } from './webhook.js';
-import { isObject } from '../json.js';
+import { cloneJson, isObject } from '../json.js';
 
 export { inFlightBytes, type InFlight } from '../server/review-io.js';
 
@@ -50,6 +50,7 @@ export function admissionReview(
   log: Logger,
   inFlight: InFlight = inFlightBytes(Infinity),
 ): (ctx: Koa.Context) => Promise<void> {
+  const reviews = flatLines(log);
   return async (ctx) => {
     const start = process.hrtime.bigint();
     const received = await receiveReview(ctx, inFlight, MAX_REVIEW_BYTES);
@@ -88,7 +89,7 @@ export function admissionReview(
     const decision = !response.allowed ? 'deny' : response.patch ? 'patch' : 'allow';
     reviewSeconds.observe({ webhook: webhook.name, decision }, ms / 1000);
     // Identifiers only, each bounded: the object's contents never reach the log.
-    log.info(
+    reviews.info(
       {
         ...who,
         operation: request.operation,
@@ -130,7 +131,7 @@ async function decideWithin(
 ): Promise<Verdict> {
   const mine =
     webhook.type === 'mutating' && request.object
-      ? { ...request, object: structuredClone(request.object) }
+      ? { ...request, object: cloneJson(request.object) }
       : request;
   try {
     return await within(budget, (signal) => webhook.admit(mine, signal));

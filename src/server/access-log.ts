@@ -3,7 +3,7 @@
 // field bounded. The code is the one sent: this runs outside statusErrors (a thrown
 // Status has become its code by then), takes the written head's code when something
 // else already answered (the HTTP/2 body deadline's 408, a stream), and is 0 when the
-// client left before any answer.
+// client left before any answer. Below debug level, nothing of the line is built.
 import type Koa from 'koa';
 import { logField, type Logger } from '../log.js';
 
@@ -13,17 +13,7 @@ export function accessLog(log: Logger): Koa.Middleware {
     try {
       await next();
     } finally {
-      const ms = Number(process.hrtime.bigint() - start) / 1e6;
-      log.debug(
-        {
-          method: logField(ctx.method),
-          path: logField(ctx.path),
-          code: codeSent(ctx),
-          ms: Math.round(ms * 10) / 10,
-          proto: ctx.req.httpVersion,
-        },
-        'request',
-      );
+      if (log.isLevelEnabled('debug')) logRequest(log, ctx, start);
     }
   };
 }
@@ -35,4 +25,18 @@ function codeSent(ctx: Koa.Context): number {
   // HTTP/2: a reset stream leaves the response "writable"; the request knows it was aborted.
   const gone = (ctx.req as { aborted?: boolean }).aborted === true || res.stream?.destroyed;
   return gone || !ctx.writable ? 0 : ctx.status;
+}
+
+function logRequest(log: Logger, ctx: Koa.Context, start: bigint): void {
+  const ms = Number(process.hrtime.bigint() - start) / 1e6;
+  log.debug(
+    {
+      method: logField(ctx.method),
+      path: logField(ctx.path),
+      code: codeSent(ctx),
+      ms: Math.round(ms * 10) / 10,
+      proto: ctx.req.httpVersion,
+    },
+    'request',
+  );
 }

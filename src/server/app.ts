@@ -93,16 +93,23 @@ export function reviewRoutes(
   const inFlight = inFlightBytes(opts.maxBytesInFlight ?? Infinity);
   const clientCa = opts.clientCa;
   const gate = clientCa ? requireClientCert(() => clientCa, log, 'admission review') : undefined;
-  const post = (path: string, review: (ctx: Koa.Context) => Promise<void>) =>
-    router.all(path, async (ctx) => {
+  // The API server calls the exact paths: those are one map lookup. Anything else (another
+  // case, a trailing slash) goes through the router, which matches as before.
+  const exact = new Map<string, Koa.Middleware>();
+  const post = (path: string, review: (ctx: Koa.Context) => Promise<void>) => {
+    const route: Koa.Middleware = async (ctx) => {
       if (ctx.method !== 'POST') throw methodNotAllowedPath();
       if (gate) await gate(ctx, () => review(ctx));
       else await review(ctx);
-    });
+    };
+    exact.set(path, route);
+    router.all(path, route);
+  };
   for (const w of declared.webhooks) post(webhookPath(w), admissionReview(w, log, inFlight));
   for (const c of declared.conversions ?? [])
     post(conversionPath(c), conversionReview(c, log, inFlight));
-  return router.routes() as unknown as Koa.Middleware;
+  const routed = router.routes() as unknown as Koa.Middleware;
+  return (ctx, next) => (exact.get(ctx.path) ?? routed)(ctx, next);
 }
 
 const refuseWithoutApiServer: Koa.Middleware = (ctx) => {

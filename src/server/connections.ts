@@ -251,7 +251,7 @@ export class ConnectionTracker {
       // At once, not on the answer's 'finish': the compat layer emits that only when the
       // stream closes, which a client still holding its side open never lets happen (the
       // stream, and the handler waiting on its body, would stay forever). close() sends
-      // RST_STREAM after the queued answer. The reader of the body (raw-body) learns of it
+      // RST_STREAM after the queued answer. The body reader (review-io.ts) learns of it
       // as of any abort: the compat request emits 'close' before 'end' here, and a reader
       // that stops listening on 'close' would wait forever.
       req.emit('aborted');

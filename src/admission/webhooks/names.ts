@@ -13,7 +13,7 @@ import {
 import type { AdmissionRequest } from '../review.js';
 import { allow, denyInvalid, type Verdict } from '../verdict.js';
 import { validatingWebhook, type Webhook } from '../webhook.js';
-import { podSpecOf, valuesAt } from './pod-specs.js';
+import { eachValueAt, podSpecOf } from './pod-specs.js';
 import { isObject } from '../../json.js';
 
 /** Kinds whose name must be a DNS-1123 label (Service's own rule, DNS-1035, is stricter still). */
@@ -77,13 +77,13 @@ export function checkNames(req: AdmissionRequest): Verdict {
   const at = podSpecOf(obj, group, kind);
   if (at) {
     for (const ref of podSpecReferences) {
-      for (const { field, value } of valuesAt(at.spec, at.path, ref.path)) {
+      eachValueAt(at.spec, at.path, ref.path, (value, field) => {
         // Only a string can name an object; the schema refuses other types before it matters.
-        if (typeof value !== 'string' || value === '') continue;
+        if (typeof value !== 'string' || value === '') return;
         for (const detail of validateName(ruleForReference(ref), value)) {
-          causes.push({ field, message: fieldErrorBody('Invalid value', value, detail) });
+          causes.push({ field: field(), message: fieldErrorBody('Invalid value', value, detail) });
         }
-      }
+      });
     }
   }
   return causes.length ? denyInvalid(req, name, causes) : allow();

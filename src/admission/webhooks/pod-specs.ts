@@ -56,29 +56,48 @@ export function podSpecOf(obj: unknown, group: string, kind: string): PodSpecAt 
   return isObject(cur) ? { path: path.join('.'), spec: cur } : undefined;
 }
 
+/** A reference path's segments, split once: `volumes[].configMap.name`. */
+type Segment = { key: string; list: boolean };
+const segmentsOf = new Map<string, Segment[]>();
+
 /**
- * Every value at a reference path like `volumes[].configMap.name` under `base`, with the
- * concrete field path Kubernetes would print (`spec.volumes[0].configMap.name`).
+ * Calls `visit` with every value at a reference path like `volumes[].configMap.name`
+ * under `base`, in document order. `field()` gives the concrete field path Kubernetes
+ * would print (`spec.volumes[0].configMap.name`): built only when asked, since a pod spec
+ * with hundreds of env vars has hundreds of places to look and almost never a violation.
  */
-export function valuesAt(
+export function eachValueAt(
   base: unknown,
   basePath: string,
   refPath: string,
-): { field: string; value: unknown }[] {
-  let found: { field: string; value: unknown }[] = [{ field: basePath, value: base }];
-  for (const seg of refPath.split('.')) {
-    const list = seg.endsWith('[]');
-    const key = list ? seg.slice(0, -2) : seg;
-    const next: { field: string; value: unknown }[] = [];
-    for (const f of found) {
-      if (!isObject(f.value) || f.value[key] === undefined) continue;
-      const v = f.value[key];
-      const field = `${f.field}.${key}`;
-      if (!list) next.push({ field, value: v });
-      else if (Array.isArray(v))
-        v.forEach((item, i) => next.push({ field: `${field}[${i}]`, value: item }));
-    }
-    found = next;
+  visit: (value: unknown, field: () => string) => void,
+): void {
+  let segments = segmentsOf.get(refPath);
+  if (!segments) {
+    segments = refPath.split('.').map((seg) => {
+      const list = seg.endsWith('[]');
+      return { key: list ? seg.slice(0, -2) : seg, list };
+    });
+    segmentsOf.set(refPath, segments);
   }
-  return found;
+  const at: (string | number)[] = [];
+  const field = () =>
+    basePath + at.map((k) => (typeof k === 'number' ? `[${k}]` : `.${k}`)).join('');
+  const walk = (node: unknown, i: number): void => {
+    const seg = (segments as Segment[])[i];
+    if (!seg) return visit(node, field);
+    if (!isObject(node) || node[seg.key] === undefined) return;
+    const v = node[seg.key];
+    at.push(seg.key);
+    if (!seg.list) walk(v, i + 1);
+    else if (Array.isArray(v)) {
+      for (let n = 0; n < v.length; n++) {
+        at.push(n);
+        walk(v[n], i + 1);
+        at.pop();
+      }
+    }
+    at.pop();
+  };
+  walk(base, 0);
 }
