@@ -1,37 +1,11 @@
 // Structured logs (pino, one JSON line per event). Object contents never reach a log:
 // callers log identifiers (uid, kind, namespace, name), and the redaction below is a
 // second fence for anything that looks like a credential.
-import { pino, type DestinationStream, type Logger } from 'pino';
+import { pino, type Logger } from 'pino';
 
 export type { Logger } from 'pino';
 
-/** Longest a line waits in the buffer before it is written (klog flushes every 5 s). */
-export const LOG_FLUSH_MS = 1000;
-/** Bytes gathered before a write: a review's line is ~250, so about one write per 16. */
-const LOG_BUFFER_BYTES = 4096;
-let stderrBuffer: ReturnType<typeof pino.destination> | undefined;
-
-/**
- * stderr through one buffer per process: a write per line was a system call per review.
- * Flushed every LOG_FLUSH_MS and synchronously on exit, which a SIGTERM drain, a
- * process.exit() and an uncaught exception all reach, so no line logged before it is lost.
- */
-export function bufferedStderr(): DestinationStream {
-  if (stderrBuffer) return stderrBuffer;
-  const dest = pino.destination({
-    dest: 2,
-    sync: true,
-    minLength: LOG_BUFFER_BYTES,
-    periodicFlush: LOG_FLUSH_MS,
-  });
-  process.once('exit', () => dest.flushSync());
-  return (stderrBuffer = dest);
-}
-
-export function createLogger(
-  level: string,
-  destination?: NodeJS.WritableStream | DestinationStream,
-): Logger {
+export function createLogger(level: string, destination?: NodeJS.WritableStream): Logger {
   return pino(
     {
       level,
@@ -41,7 +15,7 @@ export function createLogger(
         censor: '[redacted]',
       },
     },
-    destination ?? bufferedStderr(),
+    destination ?? process.stderr,
   );
 }
 
