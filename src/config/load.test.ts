@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { ConfigError, loadConfig } from './load.js';
 
 const file = (text: string) => {
@@ -55,5 +55,19 @@ describe('loadConfig', () => {
     );
     expect(() => loadConfig({ file: file('server: [1, 2\n') })).toThrow(/is not valid YAML/);
     expect(() => loadConfig({ file: file('- 1\n') })).toThrow(/must hold a mapping/);
+  });
+
+  it('writes no YAML warning to stderr for an unknown tag or directive', () => {
+    // A Node warning would be a line outside annex's JSON logs, quoting the file.
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      // The tagged value stays a string, which the schema then refuses: a clear error, no warning.
+      expect(() =>
+        loadConfig({ file: file('%FOO bar\n---\nserver: { port: !odd 8443 }\n') }),
+      ).toThrow(ConfigError);
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+    }
   });
 });

@@ -34,7 +34,7 @@ export function loadConfig(opts: { file?: string; overrides?: ConfigOverrides } 
       throw new ConfigError(`cannot read config file ${opts.file}: ${(e as Error).message}`);
     }
     try {
-      fromFile = parseYaml(text) ?? {};
+      fromFile = parseYaml(text, { logLevel: 'error' }) ?? {}; // no Node warning lines beside the JSON log
     } catch (e) {
       throw new ConfigError(`config file ${opts.file} is not valid YAML: ${(e as Error).message}`);
     }

@@ -37,7 +37,7 @@ export interface RenderOptions {
 
 /** Parse YAML or JSON text into Kubernetes objects; `List` kinds are expanded like kubectl. */
 export function parseObjects(text: string, file: string): JsonObject[] {
-  const docs = parseAllDocuments(text);
+  const docs = parseAllDocuments(text, { logLevel: 'error' }); // no Node warning lines on stderr
   const objects: JsonObject[] = [];
   for (const [i, doc] of docs.entries()) {
     const err = doc.errors[0];
