@@ -6,7 +6,7 @@
 //
 // CLI: node bench/webhook/servers/check.mjs [name ...]   (default: controller-runtime
 // go-hand pepr); exits non-zero on any difference. Module: `checkServers(servers)`.
-import { spawn, execFileSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer as createNetServer } from 'node:net';
 import { request, Agent } from 'node:https';
@@ -15,38 +15,12 @@ import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import jsonpatch from 'fast-json-patch';
+import { makeCerts } from '../certs.mjs';
 import { buildServer } from './build.mjs';
 import { deployment, expectedMutation, review } from './reviews.mjs';
 
-/** A throwaway ECDSA P-256 serving certificate for 127.0.0.1/localhost. */
-export function makeCert(dir) {
-  const [cert, key] = [join(dir, 'tls.crt'), join(dir, 'tls.key')];
-  execFileSync(
-    'openssl',
-    [
-      'req',
-      '-x509',
-      '-newkey',
-      'ec',
-      '-pkeyopt',
-      'ec_paramgen_curve:P-256',
-      '-nodes',
-      '-keyout',
-      key,
-      '-out',
-      cert,
-    ].concat([
-      '-days',
-      '2',
-      '-subj',
-      '/CN=localhost',
-      '-addext',
-      'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    ]),
-    { stdio: 'ignore' },
-  );
-  return { cert, key };
-}
+/** The bench's ECDSA P-256 serving certificate (bench/webhook/certs.mjs), in `dir`. */
+export const makeCert = (dir) => makeCerts(join(dir, 'certs'));
 
 export async function freePort() {
   const server = createNetServer();
@@ -182,7 +156,7 @@ export async function checkServers(servers, log = (m) => console.error(m)) {
   const dir = mkdtempSync(join(tmpdir(), 'annex-bench-check-'));
   const results = {};
   try {
-    const tls = makeCert(dir);
+    const tls = await makeCert(dir);
     for (const [name, spec] of Object.entries(servers)) {
       const server = await startServer(spec, tls);
       try {

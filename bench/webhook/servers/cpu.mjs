@@ -54,7 +54,7 @@ function wrk(port, path, script, seconds) {
 
 const dir = mkdtempSync(join(tmpdir(), 'annex-bench-cpu-'));
 try {
-  const tls = makeCert(dir);
+  const tls = await makeCert(dir);
   const scripts = {};
   for (const path of ['/validate', '/mutate']) {
     const body = JSON.stringify(review(deployment({ kb: Number(values.kb) })));
