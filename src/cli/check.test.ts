@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Status } from '../apiserver/status.js';
 import { checkObject, formatResult, kubectlInvalidText, loadPolicies, register } from './check.js';
 import type { JsonObject } from '../admission/defaults/index.js';
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'annex-check-'));
 const write = (name: string, text: string) => {

@@ -25,7 +25,7 @@ import { createRequest } from './create-request.js';
 import { kubectlCreateErrors, kubectlInvalidText } from './kubectl-text.js';
 
 export { kubectlInvalidText };
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 
 export interface CheckOptions {
   /** Namespace for objects without one (kubectl's -n). */

@@ -19,7 +19,7 @@ import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render
 import { policyCrd } from '../policy/crd.js';
 import { createLogger } from '../log.js';
 import { startAnnex } from '../server/start.js';
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 
 export function register(program: Command): void {
   program

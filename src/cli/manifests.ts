@@ -16,6 +16,7 @@ import {
 } from '../manifests/render.js';
 import { writeMetricCrd } from '../scaling/crd.js';
 import { builtinFeatures } from '../server/builtins.js';
+import { validateFeatures } from '../server/feature.js';
 import { loadFeatureModules } from '../server/load-features.js';
 
 /** Every built-in feature with every option on: what webhooks/ and apiservice/ hold. */
@@ -47,6 +48,8 @@ export function register(program: Command): void {
         ...builtinFeatures(config),
         ...(await loadFeatureModules([...config.features, ...(o.load ?? [])])),
       ];
+      // As serve and demo refuse them: two declarations rendered to one object would replace each other.
+      validateFeatures(features);
       const decls = declarationsOf(features);
       const service = serviceRefOf(config);
       if (!o.write) {

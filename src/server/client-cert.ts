@@ -13,7 +13,7 @@ import type Koa from 'koa';
 import { tlsSocketOf } from '../apiserver/auth/authenticate.js';
 import { parsePemBundle, peerChain, verifyClientChain } from '../apiserver/auth/x509.js';
 import { methodNotAllowedPath, unauthorized } from '../apiserver/status.js';
-import { ConfigError } from '../config/load.js';
+import { UserError } from '../errors.js';
 import type { Logger } from '../log.js';
 import type { Feature } from './feature.js';
 
@@ -25,16 +25,16 @@ export function clientCertProblem(ctx: Koa.Context, roots: X509Certificate[]): s
   return r.ok ? undefined : r.error;
 }
 
-/** The CA bundle of `admission.clientCA`; a ConfigError naming the file when unusable. */
+/** The CA bundle of `admission.clientCA`; a UserError naming the file when unusable. */
 export function loadClientCa(file: string): X509Certificate[] {
   let certs: X509Certificate[];
   try {
     certs = parsePemBundle(readFileSync(file, 'utf8'));
   } catch (e) {
-    throw new ConfigError(`admission.clientCA: cannot read ${file}: ${(e as Error).message}`);
+    throw new UserError(`admission.clientCA: cannot read ${file}: ${(e as Error).message}`);
   }
   if (certs.length === 0)
-    throw new ConfigError(`admission.clientCA: ${file} holds no PEM certificate`);
+    throw new UserError(`admission.clientCA: ${file} holds no PEM certificate`);
   return certs;
 }
 
