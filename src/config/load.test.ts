@@ -22,7 +22,6 @@ describe('loadConfig', () => {
       handshakeTimeoutSeconds: 10,
       maxConnections: 8192,
       maxInFlight: { review: 400, discovery: 100, watch: 1000, requests: 400 },
-      shutdownDelaySeconds: 10,
       shutdownTimeoutSeconds: 15,
     });
     expect(c.tls.service).toBe('annex');

@@ -15,6 +15,7 @@ import {
 } from '../certs/index.js';
 import { hasTargets, injectWithClient } from '../certs/inject.js';
 import { loadConfig, type Config, type ConfigOverrides } from '../config/load.js';
+import { DEFAULT_SHUTDOWN_DELAY_SECONDS } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { connectKube } from '../kube/connect.js';
 import { createLogger, type Logger } from '../log.js';
@@ -203,7 +204,10 @@ export async function startAnnex(
     registrar,
     shutdown: async () => {
       shuttingDown = true;
-      const delaySeconds = config.server.shutdownDelaySeconds;
+      // The delay lets the API server and the Service's endpoints stop sending; with no API
+      // server (a laptop's `npm start`) nothing routes by readiness: no wait unless asked for.
+      const delaySeconds =
+        config.server.shutdownDelaySeconds ?? (kube ? DEFAULT_SHUTDOWN_DELAY_SECONDS : 0);
       log.info({ delaySeconds }, 'shutting down: /readyz is 503, still serving');
       await new Promise((r) => setTimeout(r, delaySeconds * 1000));
       await close();

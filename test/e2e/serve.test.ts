@@ -97,6 +97,21 @@ describe('annex serve (what npm start runs)', () => {
     expect(p.output()).not.toMatch(/\n\s+at /); // no stack trace
   });
 
+  // npm start on a laptop: with no API server nothing routes by readiness, so Ctrl-C has no
+  // endpoints to wait for (server.shutdownDelaySeconds defaults to 0 then, 10 with one).
+  it('Ctrl-C without an API server exits without the shutdown delay', async () => {
+    const p = run(['serve', '--port', String(await freePort()), '--certs', join(tmp(), 'certs')]);
+    for (let i = 0; i < 300 && !p.output().includes('annex is serving'); i++)
+      await new Promise((r) => setTimeout(r, 100));
+    p.child.kill('SIGINT');
+    expect(await p.exited).toBe(0);
+    const shutdown = p
+      .output()
+      .split('\n')
+      .find((l) => l.includes('shutting down'));
+    expect(JSON.parse(shutdown!)).toMatchObject({ delaySeconds: 0 });
+  });
+
   // What a Kubernetes server does on SIGTERM: /readyz 503 at once, keep serving for the
   // delay, then stop accepting, Connection: close / GOAWAY, let in-flight requests and a
   // half-sent upload finish, end watches cleanly, exit 0.
