@@ -14,6 +14,7 @@ import {
   renderObjects,
   serviceRefOf,
 } from '../manifests/render.js';
+import { writePolicyCrd } from '../policy/crd.js';
 import { writeMetricCrd } from '../scaling/crd.js';
 import { builtinFeatures } from '../server/builtins.js';
 import { validateFeatures } from '../server/feature.js';
@@ -68,6 +69,7 @@ export function register(program: Command): void {
         writeFileSync(path, text);
         console.log(`wrote ${path}`);
       }
+      if (config.policy.enabled) console.log(`wrote ${writePolicyCrd(o.write)}`);
       if (config.scaling.enabled) console.log(`wrote ${writeMetricCrd(o.write)}`);
     });
 }

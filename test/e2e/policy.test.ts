@@ -11,6 +11,8 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
 import { checkFiles, loadPolicies } from '../../src/cli/check.js';
 import { createLogger } from '../../src/log.js';
+import { compilePolicy } from '../../src/policy/compile.js';
+import { MUTATE_KIND_FAULT, VALIDATE_KIND_FAULT } from '../../src/policy/schema.js';
 import {
   applyObjects,
   deleteObjects,
@@ -363,6 +365,41 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
       `admission webhook "admissionpolicies.annex.dev" denied the request: ${message}`,
     );
     expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
+  });
+
+  it("a rule setting two checks, or a mutate rule none, is refused at apply in annex check's words", async () => {
+    const both = demo('app-name-label.yaml');
+    both.metadata.name = 'two-checks';
+    both.spec.validate[0].schema = { type: 'string' }; // and required: true
+    both.spec.mutate = [{ name: 'nothing', path: '$.spec' }];
+    const faults = [VALIDATE_KIND_FAULT, MUTATE_KIND_FAULT].map((f) => {
+      try {
+        compilePolicy({
+          ...both,
+          spec: {
+            ...both.spec,
+            ...(f === VALIDATE_KIND_FAULT ? { mutate: [] } : { validate: [] }),
+          },
+        });
+      } catch (e) {
+        return (e as Error).message;
+      }
+      return 'compiled';
+    });
+    expect(faults).toEqual([
+      `AdmissionPolicy "two-checks": rule "app-name": ${VALIDATE_KIND_FAULT}`,
+      `AdmissionPolicy "two-checks": rule "nothing": ${MUTATE_KIND_FAULT}`,
+    ]);
+    // The CRD's own validation, before any webhook: the same words after the field path.
+    const r = await kubectl(['apply', '-f', '-'], { input: stringify(both) });
+    expect(r.code).toBe(1);
+    const [head, ...causes] = r.stderr.trim().split('\n');
+    expect(head).toBe('The AdmissionPolicy "two-checks" is invalid: ');
+    // The API server lists the causes in no fixed order.
+    expect(causes.sort()).toEqual([
+      `* spec.mutate[0]: Invalid value: rule "nothing": ${MUTATE_KIND_FAULT}`,
+      `* spec.validate[0]: Invalid value: rule "app-name": ${VALIDATE_KIND_FAULT}`,
+    ]);
   });
 
   it('only the API server may send AdmissionReviews (admission.clientCA): others get 401', async () => {
