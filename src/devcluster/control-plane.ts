@@ -154,6 +154,10 @@ export class ControlPlane {
         `--controllers=${cm.controllers.join(',')}`,
         // Each controller as its own ServiceAccount (TokenRequest), so its RBAC is the real one.
         '--use-service-account-credentials=true',
+        // This control plane's own files: the CA published as kube-root-ca.crt in every
+        // namespace, and the key legacy ServiceAccount token Secrets are signed with.
+        `--root-ca-file=${pki.servingCa}`,
+        `--service-account-private-key-file=${p('sa.key')}`,
         '--leader-elect=false',
         '--secure-port=0',
         '--profiling=false',
