@@ -39,6 +39,9 @@ export async function startTestAnnex(
       server: { host: '127.0.0.1', port: 0, ...overrides.server },
       tls: { dir: certsDir, service: ANNEX_SERVICE, namespace: ANNEX_NAMESPACE, ...overrides.tls },
       kube: { kubeconfig: cluster!.adminKubeconfig, ...overrides.kube },
+      // The test API server presents this CA's client certificate to every webhook, as an
+      // install with the admission kubeconfig does: its reviews are authenticated.
+      admission: { clientCA: cluster!.webhookClientCaFile, ...overrides.admission },
       log: { level: (process.env.ANNEX_TEST_LOG as 'info') ?? 'silent', ...overrides.log },
     },
   });
