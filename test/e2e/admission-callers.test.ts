@@ -82,12 +82,14 @@ describeCluster('admission callers: only the API server feeds decisions', (c: Cl
   /** Each Event by name, with how often it was seen: a forged decision would add or count one. */
   const eventCounts = (list: any[]) =>
     Object.fromEntries(list.map((e) => [e.metadata.name, e.series?.count ?? 1]));
+  /** The admission-callers line of /readyz?verbose, once annex is ready (its policies listed). */
   const readyz = async (t: TestAnnex) => {
-    const r = await annexGet(t, '/readyz?verbose');
-    expect(r.status).toBe(200);
-    const line = r.body.split('\n').find((l) => l.startsWith('[+]admission-callers '));
+    const r = await eventually(async () => {
+      const x = await annexGet(t, '/readyz?verbose');
+      return x.status === 200 ? x : undefined;
+    }, 15_000);
     expect(r.body).toMatch(/readyz check passed\n$/);
-    return line;
+    return r.body.split('\n').find((l) => l.startsWith('[+]admission-callers '));
   };
 
   /** A review as a Pod in the cluster could send it: any userInfo, any object. */
