@@ -6,12 +6,12 @@
 // changes neither. /readyz?verbose says which callers annex saw, with and without
 // admission.clientCA; admission.requireClientCert refuses the forger with a 401.
 import { readFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse } from 'yaml';
 import {
   annexGet,
+  annexPost,
   applyObjects,
   deleteObjects,
   ensureAnnexService,
@@ -123,29 +123,10 @@ describeCluster('admission callers: only the API server feeds decisions', (c: Cl
       { group: '', version: 'v1', resource: 'pods' },
     );
   /** POST straight to annex's port, as `id` (cert, key files) or with no certificate. */
-  const post = (t: TestAnnex, path: string, body: unknown, id?: [string, string]) =>
-    new Promise<{ status: number; json: any }>((resolve, reject) => {
-      const req = request(
-        {
-          host: '127.0.0.1',
-          port: t.port,
-          path,
-          method: 'POST',
-          ca: readFileSync(join(t.certsDir, 'ca.crt')),
-          servername: 'localhost',
-          agent: false,
-          headers: { 'content-type': 'application/json' },
-          ...(id ? { cert: readFileSync(id[0]), key: readFileSync(id[1]) } : {}),
-        },
-        (res) => {
-          let text = '';
-          res.on('data', (d) => (text += d));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text) }));
-        },
-      );
-      req.on('error', reject);
-      req.end(JSON.stringify(body));
-    });
+  const post = async (t: TestAnnex, path: string, body: unknown, id?: [string, string]) => {
+    const r = await annexPost(t, path, body, id);
+    return { status: r.status, json: JSON.parse(r.body) };
+  };
   // A certificate from another CA: the cluster's client CA (kubectl's admin), not the webhook one.
   const otherCa: [string, string] = [join(c.dir, 'admin.crt'), join(c.dir, 'admin.key')];
   const apiServerCert: [string, string] = [
