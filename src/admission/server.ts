@@ -3,8 +3,8 @@
 // conversion server: src/server/review-io.ts) → parse → match the declaration
 // → depth → decide within the API server's deadline, told whether the caller is the API
 // server (ReviewContext) → patch → answer in the request's apiVersion → one log line of
-// bounded identifiers. A handler that throws, overruns or
-// cannot evaluate the object gets its registration's failurePolicy: never an HTTP 500.
+// bounded identifiers. A handler that throws, overruns or cannot evaluate the object gets
+// its registration's failurePolicy: never an HTTP 500.
 import type Koa from 'koa';
 import { Histogram, register } from 'prom-client';
 import { StatusError } from '../apiserver/status.js';

@@ -55,8 +55,9 @@ export function admissionClientCa(
   if (!file) {
     if (opts.required)
       throw new ConfigError('admission.requireClientCert needs admission.clientCA (a PEM file)');
+    const none: X509Certificate[] = [];
     return {
-      certs: () => [],
+      certs: () => none,
       problem: () => 'admission.clientCA is not set',
       onChange: () => () => {},
       stop: () => {},

@@ -102,7 +102,8 @@ export function reviewRoutes(
 ): Koa.Middleware {
   const router = new Router();
   const inFlight = inFlightBytes(opts.maxBytesInFlight ?? Infinity);
-  const callerOf = opts.callers ? opts.callers.of : NO_CALLERS;
+  const callers = opts.callers;
+  const callerOf: ReviewCallers['of'] = callers ? (ctx, w) => callers.of(ctx, w) : NO_CALLERS;
   const refuse = (ctx: Koa.Context, caller: ReviewCaller) => {
     if (caller.authenticated || !opts.requireClientCert) return;
     log.warn(
