@@ -231,6 +231,14 @@ describeCluster('admission callers: only the API server feeds decisions', (c: Cl
       /^\[\+\]admission-callers ok: \d+ authenticated \(last \d+s ago\), 4 unauthenticated \(last \d+s ago: x509: certificate signed by unknown authority\)$/,
     );
 
+    const metrics = await annexGet(a, '/metrics', otherCa); // the cluster's admin, authorized
+    expect(metrics.body).toContain(
+      'annex_admission_reviews_total{webhook="policies",authenticated="false"} 4\n',
+    );
+    expect(metrics.body).toMatch(
+      /\nannex_admission_reviews_total\{webhook="policies",authenticated="true"\} [1-9]/,
+    );
+
     // The API server's next review is recorded: once it shows, a forged one would have too
     // (decisions are recorded as the review is decided, Events in order).
     expect(
