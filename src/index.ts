@@ -16,6 +16,7 @@ export {
   type Admit,
   type LabelSelectorSpec,
   type Registration,
+  type ReviewContext,
   type RuleWithOperations,
   type Webhook,
   type WebhookInit,

@@ -41,7 +41,21 @@ export interface Registration {
   reinvocationPolicy?: 'Never' | 'IfNeeded';
 }
 
-export type Admit = (request: AdmissionRequest, signal: AbortSignal) => Verdict | Promise<Verdict>;
+/** What annex knows of one AdmissionReview besides its request: its deadline and its caller. */
+export interface ReviewContext {
+  /** Aborted when the API server's deadline for this review (`?timeout=`, less a margin) passes. */
+  signal: AbortSignal;
+  /** That deadline on performance.now()'s clock, for synchronous work: it cannot see `signal` abort. */
+  deadline: number;
+  /**
+   * The caller presented a client certificate from `admission.clientCA`: the kube-apiserver,
+   * given one by its AdmissionConfiguration. Otherwise anyone who reaches annex's port may
+   * have sent this review, with any userInfo and object: answer it, but record nothing.
+   */
+  authenticated: boolean;
+}
+
+export type Admit = (request: AdmissionRequest, ctx: ReviewContext) => Verdict | Promise<Verdict>;
 
 export interface Webhook {
   /** URL segment: served at /validate/<name> or /mutate/<name>. */

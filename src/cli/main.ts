@@ -6,6 +6,7 @@ import { UserError } from '../errors.js';
 import { isKubeError } from '../kube/errors.js';
 import { register as serve } from './serve.js';
 import { register as certs } from './certs.js';
+import { register as admissionClient } from './admission-client.js';
 import { register as defaults } from './defaults.js';
 import { register as demo } from './demo.js';
 import { register as manifests } from './manifests.js';
@@ -25,7 +26,18 @@ const program = new Command('annex')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
-for (const register of [serve, certs, defaults, demo, manifests, check, migrate, policy, install])
+for (const register of [
+  serve,
+  certs,
+  admissionClient, // a subcommand of certs
+  defaults,
+  demo,
+  manifests,
+  check,
+  migrate,
+  policy,
+  install,
+])
   register(program);
 
 try {

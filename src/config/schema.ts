@@ -110,10 +110,14 @@ export interface Config {
     /** AdmissionReview bytes held at once (read, decided, answer unsent); beyond it 429. */
     maxInFlightBytes: number;
     /**
-     * PEM file of the CA whose client certificates may send AdmissionReviews (the
-     * kube-apiserver's, from its AdmissionConfiguration kubeconfig); empty = any caller.
+     * PEM file of the CA of the client certificate the kube-apiserver presents to annex's
+     * webhooks (its AdmissionConfiguration kubeconfig). A review with one is authenticated;
+     * any other is answered, but handlers are told and the policy feature records nothing
+     * of it. Read again when it changes; absent or empty = no caller is authenticated.
      */
     clientCA: string;
+    /** Refuse (401) AdmissionReviews without a client certificate from clientCA, which must exist. */
+    requireClientCert: boolean;
     names: {
       /** Validating webhook /validate/names. */
       enabled: boolean;
@@ -317,11 +321,12 @@ export const configSchema: JSONSchemaType<Config> = {
     admission: {
       type: 'object',
       additionalProperties: false,
-      required: ['maxInFlightBytes', 'clientCA', 'names', 'defaults'],
+      required: ['maxInFlightBytes', 'clientCA', 'requireClientCert', 'names', 'defaults'],
       properties: {
         // 64 MiB: nine reviews of the API server's largest (3 MiB object + 3 MiB oldObject).
         maxInFlightBytes: { type: 'integer', minimum: 1, default: 64 * 1024 * 1024 },
         clientCA: { type: 'string', default: '' },
+        requireClientCert: { type: 'boolean', default: false },
         names: {
           type: 'object',
           additionalProperties: false,

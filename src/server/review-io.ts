@@ -157,15 +157,12 @@ export class OverrunError extends Error {
   }
 }
 
-/** Each running budget's end, on performance.now()'s clock, by its signal. */
-const deadlines = new WeakMap<AbortSignal, number>();
-
-/**
- * When the budget behind `signal` ends (performance.now() ms), for work that runs
- * synchronously and so cannot see the signal abort: it checks the clock itself.
- */
-export const deadlineOf = (signal: AbortSignal | undefined): number | undefined =>
-  signal && deadlines.get(signal);
+/** A running budget: aborted when it ends, and when that is (performance.now() ms). */
+export interface Budget {
+  signal: AbortSignal;
+  /** For work that runs synchronously and so cannot see `signal` abort: it checks the clock. */
+  deadline: number;
+}
 
 /**
  * Runs `work` (sync or async) within the budget; its signal aborts when the budget ends,
@@ -173,13 +170,9 @@ export const deadlineOf = (signal: AbortSignal | undefined): number | undefined 
  * asynchronous work arms a timer: a synchronous result cannot be interrupted, and is
  * answered as it returns (the timer could never have fired before it).
  */
-export async function within<T>(
-  budget: number,
-  work: (signal: AbortSignal) => T | Promise<T>,
-): Promise<T> {
+export async function within<T>(budget: number, work: (b: Budget) => T | Promise<T>): Promise<T> {
   const ac = new AbortController();
-  deadlines.set(ac.signal, performance.now() + budget);
-  const result = work(ac.signal);
+  const result = work({ signal: ac.signal, deadline: performance.now() + budget });
   if (!isThenable(result)) return result;
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(() => {
