@@ -1,5 +1,5 @@
 // A real etcd + kube-apiserver on loopback, started once per test run.
-// Flags follow docs/control-plane.md: RBAC, a client CA, service-account keys, the
+// Flags follow docs/architecture.md ("The test control plane"): RBAC, a client CA, service-account keys, the
 // ServiceAccount admission plugin left on, and the aggregation layer's front-proxy flags.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, openSync, readFileSync, writeFileSync } from 'node:fs';
