@@ -16,7 +16,13 @@ import {
   pointAtTestAnnex,
 } from '../cluster/annex.js';
 import { freePort } from '../cluster/control-plane.js';
-import { createNamespace, describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
+import {
+  createNamespace,
+  describeCluster,
+  kubectl,
+  kubectlOk,
+  waitForCondition,
+} from '../cluster/harness.js';
 import { eventually } from '../cluster/kubelet.js';
 
 const run = promisify(execFile);
@@ -131,12 +137,7 @@ describeCluster('examples, from a packed tarball', (c) => {
     registered = pointAtTestAnnex(objs, port, caBundle);
     await ensureAnnexService();
     await applyObjects(registered);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Available',
-      'apiservice/v1alpha1.sizes.example.com',
-      '--timeout=60s',
-    ]);
+    await waitForCondition(['apiservice/v1alpha1.sizes.example.com'], 'Available');
   });
 
   it('configmap-sizes: kubectl get, -w and explain on the aggregated resource', async () => {

@@ -9,6 +9,7 @@ import { PassThrough } from 'node:stream';
 import { afterAll, afterEach, beforeAll, expect, it } from 'vitest';
 import { opensslCa, opensslLeaf, CLIENT_EXT } from '../../src/devcluster/pki.js';
 import { ControlPlane, type ClusterInfo } from '../../src/devcluster/control-plane.js';
+import { waitForCondition } from '../../src/devcluster/wait.js';
 import * as wire from '../../src/devcluster/wire.js';
 import { createLogger } from '../../src/log.js';
 import type { Config } from '../../src/config/load.js';
@@ -179,7 +180,7 @@ describeCluster('dependency faults (own control plane)', (shared) => {
         annex.caBundle,
       ),
     );
-    await k(['wait', '--for=condition=Available', `apiservice/v1beta1.${GROUP}`, '--timeout=60s']);
+    await waitForCondition(run, [`apiservice/v1beta1.${GROUP}`], 'Available');
     await until('both nodes served', async () => (await servedNodes()).length === 2, 20_000);
     await k(['label', 'namespace', NS, 'team=x']);
     await policySeen('team-x', TEAM_SPEC);

@@ -27,6 +27,7 @@ import {
   describeCluster,
   kubectl,
   kubectlOk,
+  waitForCondition,
   type ClusterInfo,
 } from '../cluster/harness.js';
 import { eventually } from '../cluster/kubelet.js';
@@ -106,12 +107,7 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
     });
     await ensureAnnexService();
     await applyObjects(registered);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Available',
-      'apiservice/v1alpha1.audit.annex.dev',
-      '--timeout=60s',
-    ]);
+    await waitForCondition(['apiservice/v1alpha1.audit.annex.dev'], 'Available');
   }, 120_000);
 
   afterAll(async () => {

@@ -15,7 +15,12 @@ import {
   pointAtTestAnnex,
   repoManifest,
 } from '../cluster/annex.js';
-import { createNamespace, describeCluster, kubectlOk } from '../cluster/harness.js';
+import {
+  createNamespace,
+  describeCluster,
+  kubectlOk,
+  waitForCondition,
+} from '../cluster/harness.js';
 import { startAnnexProcess, warnings, type AnnexProcess } from '../soak/annex-process.js';
 import { steadyAggregated } from '../soak/aggregated.js';
 import { dryRunCreates } from '../soak/apiserver-writes.js';
@@ -74,7 +79,7 @@ describeCluster('graceful shutdown under load', (c) => {
     registered = objs;
     await ensureAnnexService();
     await applyObjects(objs);
-    await kubectlOk(['wait', '--for=condition=Available', 'apiservice/v1beta1.metrics.annex.dev']);
+    await waitForCondition(['apiservice/v1beta1.metrics.annex.dev'], 'Available');
     // The API server picks the configurations up within a second or so.
     for (let i = 0; i < 20; i++) {
       const probe = dryRunCreates(c, ns, 1);

@@ -7,7 +7,7 @@ import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { kubectlOk } from '../cluster/harness.js';
+import { kubectlOk, waitForCondition } from '../cluster/harness.js';
 import type { ClusterInfo } from '../cluster/control-plane.js';
 import {
   applyObjects,
@@ -97,13 +97,10 @@ export async function runSoak(c: ClusterInfo, o: SoakOptions, log: (line: string
   try {
     await ensureAnnexService();
     await applyObjects(apiservices);
-    for (const a of apiservices)
-      await kubectlOk([
-        'wait',
-        '--for=condition=Available',
-        `apiservice/${a.metadata.name}`,
-        '--timeout=60s',
-      ]);
+    await waitForCondition(
+      apiservices.map((a) => `apiservice/${a.metadata.name}`),
+      'Available',
+    );
     const watches = openWatches(c, o.watches);
     for (let i = 0; i < 300 && watches.states.some((s) => s.events === 0); i++)
       await new Promise((r) => setTimeout(r, 100));
