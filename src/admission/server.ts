@@ -52,7 +52,7 @@ export function admissionReview(
 ): (ctx: Koa.Context) => Promise<void> {
   const reviews = flatLines(log);
   return async (ctx) => {
-    const start = process.hrtime.bigint();
+    const arrived = performance.now();
     const received = await receiveReview(ctx, inFlight, MAX_REVIEW_BYTES);
     const { apiVersion, request } = parseReview(received.body);
     const who = {
@@ -76,7 +76,7 @@ export function admissionReview(
         );
       }
       const verdict = registration
-        ? await decideWithin(webhook, request, budgetMs(ctx.query.timeout))
+        ? await decideWithin(webhook, request, budgetMs(ctx.query.timeout), arrived)
         : allow();
       response = toResponse(webhook, request, verdict);
     } catch (err) {
@@ -85,7 +85,7 @@ export function admissionReview(
     }
     received.answer(reviewResponse(apiVersion, response));
 
-    const ms = Number(process.hrtime.bigint() - start) / 1e6;
+    const ms = performance.now() - arrived;
     const decision = !response.allowed ? 'deny' : response.patch ? 'patch' : 'allow';
     reviewSeconds.observe({ webhook: webhook.name, decision }, ms / 1000);
     // Identifiers only, each bounded: the object's contents never reach the log.
@@ -128,13 +128,14 @@ async function decideWithin(
   webhook: Webhook,
   request: AdmissionRequest,
   budget: number,
+  since: number,
 ): Promise<Verdict> {
   const mine =
     webhook.type === 'mutating' && request.object
       ? { ...request, object: cloneJson(request.object) }
       : request;
   try {
-    return await within(budget, (signal) => webhook.admit(mine, signal));
+    return await within(budget, (signal) => webhook.admit(mine, signal), since);
   } catch (e) {
     if (e instanceof OverrunError) throw new WebhookFailure(504, 'Timeout', e.message);
     throw e;
