@@ -17,7 +17,7 @@ import type { KubeObject } from '../apiserver/types.js';
 import type { AdmissionRequest } from '../admission/review.js';
 import { allow, mutate } from '../admission/verdict.js';
 import { mutatingWebhook, type Webhook } from '../admission/webhook.js';
-import { cloneJson, isObject } from '../json.js';
+import { isObject } from '../json.js';
 import { METRIC_GROUP, METRIC_PLURAL } from './types.js';
 
 export const AUTHOR_ANNOTATION = `${METRIC_GROUP}/author`;
@@ -104,7 +104,7 @@ export function authorWebhook(): Webhook {
       if (!object) return allow();
       const next = nextRecord(req);
       if (recorded(object) === next) return allow();
-      const copy = cloneJson(object);
+      const copy = structuredClone(object);
       const annotations = { ...copy.metadata.annotations };
       if (next === undefined) delete annotations[AUTHOR_ANNOTATION];
       else annotations[AUTHOR_ANNOTATION] = next;
