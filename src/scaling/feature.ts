@@ -5,7 +5,6 @@
 // author (author.ts); its sources reach only what scaling.allow lists (outbound.ts).
 import { AccessReviewer } from '../apiserver/auth/subject-access-review.js';
 import type { Config } from '../config/load.js';
-import type { KubeClient } from '../kube/client.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../server/feature.js';
@@ -38,11 +37,11 @@ export function scalingFeature(settings: Pick<Config['scaling'], 'allow'>): Scal
   let stopWatch: (() => void) | undefined;
   let synced = false;
   let lastError = '';
-  let kube: KubeClient | null = null;
   let ctx: PollContext = { kube: null, outbound, reviewer: null };
   let log: Logger | undefined;
 
   const writeStatus = async (m: ExternalMetric, status: ExternalMetricStatus) => {
+    const kube = ctx.kube;
     if (!kube) return;
     const { namespace, name } = m.metadata;
     const path = `/apis/${METRIC_GROUP}/${METRIC_VERSION}/namespaces/${encodeURIComponent(namespace)}/${METRIC_PLURAL}/${encodeURIComponent(name)}/status`;
@@ -107,8 +106,7 @@ export function scalingFeature(settings: Pick<Config['scaling'], 'allow'>): Scal
           'scaling reads ExternalMetrics from an API server: set kube.kubeconfig or run in a cluster',
         );
       }
-      kube = f.kube;
-      ctx = { kube, outbound, reviewer: new AccessReviewer(kube) };
+      ctx = { kube: f.kube, outbound, reviewer: new AccessReviewer(f.kube) };
       log = f.log;
       stopWatch = startWatch<ExternalMetric>(
         f.kube,
