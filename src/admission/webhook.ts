@@ -66,6 +66,13 @@ export interface Webhook {
   /** Rendered as the comment above the configuration. */
   description?: string;
   registrations: Registration[];
+  /**
+   * The install registers it before annex runs (its placeholder in manifests/registrations.yaml
+   * keeps the rules, without a caBundle), so until annex answers, every write it matches is
+   * refused by its failurePolicy instead of admitted unseen: for a webhook whose record annex
+   * later trusts (ExternalMetric authors).
+   */
+  enforcedBeforeReady?: boolean;
   admit: Admit;
 }
 
@@ -80,6 +87,13 @@ export type WebhookInit = Omit<Registration, 'name' | 'rules'> & {
   description?: string;
   /** More entries for the same handler (e.g. another failurePolicy for other resources). */
   also?: Registration[];
+  /**
+   * The install registers it before annex runs (its placeholder in manifests/registrations.yaml
+   * keeps the rules, without a caBundle), so until annex answers, every write it matches is
+   * refused by its failurePolicy instead of admitted unseen: for a webhook whose record annex
+   * later trusts (ExternalMetric authors).
+   */
+  enforcedBeforeReady?: boolean;
   admit: Admit;
 };
 
@@ -89,6 +103,7 @@ function declare(type: Webhook['type'], init: WebhookInit): Webhook {
     configuration,
     description,
     also = [],
+    enforcedBeforeReady,
     admit,
     match,
     rules,
@@ -119,6 +134,7 @@ function declare(type: Webhook['type'], init: WebhookInit): Webhook {
       },
       ...also,
     ],
+    ...(enforcedBeforeReady ? { enforcedBeforeReady } : {}),
     admit,
   };
 }
