@@ -35,7 +35,11 @@ const request = (
 
 /** The annotation the stored object ends with (undefined: none). */
 async function recorded(req: AdmissionRequest): Promise<string | undefined> {
-  const v = await webhook.admit(req, new AbortController().signal);
+  const v = await webhook.admit(req, {
+    signal: new AbortController().signal,
+    deadline: Infinity,
+    authenticated: true,
+  });
   expect(v.allowed).toBe(true);
   const o = ('object' in v && v.object) || req.object!;
   return o.metadata.annotations?.[AUTHOR_ANNOTATION];
