@@ -9,7 +9,7 @@ import { statusErrors } from '../server/errors.js';
 import type { Logger } from '../log.js';
 import { MAX_REVIEW_BYTES } from './server.js';
 import { allow, denyInvalid } from './verdict.js';
-import { mutatingWebhook, validatingWebhook, type Webhook } from './webhook.js';
+import { mutatingWebhook, validatingWebhook, type ReviewContext, type Webhook } from './webhook.js';
 import { postJson } from '../../test/unit/post-json.js';
 import { lateness } from '../../test/unit/lateness.js';
 
@@ -60,6 +60,31 @@ const slow = validatingWebhook({
   admit: () => new Promise(() => {}),
 });
 
+/** The context each review's handler was given, and when a handler saw its signal abort. */
+let given: ReviewContext | undefined;
+let abortedAt = 0;
+const probe = validatingWebhook({
+  name: 'probe.test.annex.dev',
+  rules,
+  admit: (_req, ctx) => {
+    given = ctx;
+    return allow();
+  },
+});
+const patient = validatingWebhook({
+  name: 'patient.test.annex.dev',
+  rules,
+  admit: (_req, ctx) => {
+    given = ctx;
+    return new Promise((resolve) =>
+      ctx.signal.addEventListener('abort', () => {
+        abortedAt = performance.now();
+        resolve(allow());
+      }),
+    );
+  },
+});
+
 /** The server's outer layer and its webhook routes, as src/server/app.ts composes them. */
 function webhookApp(hooks: Webhook[], logger: Logger = log, maxBytesInFlight = Infinity): Koa {
   const app = new Koa();
@@ -71,7 +96,7 @@ function webhookApp(hooks: Webhook[], logger: Logger = log, maxBytesInFlight = I
 let server: Server;
 let base: string;
 beforeAll(async () => {
-  server = createServer(webhookApp([labeler, namer, slow]).callback());
+  server = createServer(webhookApp([labeler, namer, slow, probe, patient]).callback());
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
@@ -261,6 +286,27 @@ describe('admission webhook server', () => {
     const res = await fetch(base + '/validate/unknown', { method: 'POST' });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({ kind: 'Status', reason: 'NotFound' });
+  });
+});
+
+describe('admission webhook server: the review context', () => {
+  const deployment = review('admission.k8s.io/v1', { metadata: { name: 'a' } });
+
+  it("gives the handler ?timeout='s deadline (less the margin) and its signal; no admission.clientCA: unauthenticated", async () => {
+    const t0 = performance.now();
+    expect((await post('/validate/probe?timeout=4s', deployment)).json.response.allowed).toBe(true);
+    const t1 = performance.now();
+    expect(given!.deadline).toBeGreaterThanOrEqual(t0 + 3750);
+    expect(given!.deadline).toBeLessThanOrEqual(t1 + 3750);
+    expect(given!.signal.aborted).toBe(false);
+    expect(given!.authenticated).toBe(false);
+  });
+
+  it('aborts the signal at that deadline, and the review is answered as overrun', async () => {
+    const r = await post('/validate/patient?timeout=1s', deployment);
+    expect(r.json.response.status).toMatchObject({ code: 504, reason: 'Timeout' });
+    expect(given!.signal.aborted).toBe(true);
+    expect(abortedAt).toBeGreaterThanOrEqual(given!.deadline - 1); // timers may fire a hair early
   });
 });
 

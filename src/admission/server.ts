@@ -1,9 +1,10 @@
 // One AdmissionReview in, one out, for a declared webhook. Read top to bottom: content
 // type → hold its bytes in flight (or 429) → bounded body (these three shared with the
 // conversion server: src/server/review-io.ts) → parse → match the declaration
-// → depth → decide within the API server's deadline → patch → answer in the request's
-// apiVersion → one log line of bounded identifiers. A handler that throws, overruns or
-// cannot evaluate the object gets its registration's failurePolicy: never an HTTP 500.
+// → depth → decide within the API server's deadline, told whether the caller is the API
+// server (ReviewContext) → patch → answer in the request's apiVersion → one log line of
+// bounded identifiers. A handler that throws, overruns or cannot evaluate the object gets
+// its registration's failurePolicy: never an HTTP 500.
 import type Koa from 'koa';
 import { Histogram, register } from 'prom-client';
 import { StatusError } from '../apiserver/status.js';
@@ -44,14 +45,17 @@ const reviewSeconds =
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
   });
 
-/** One webhook's endpoint: the router (src/server/app.ts) has matched its path and POST. */
+/**
+ * One webhook's endpoint: the router (src/server/app.ts) has matched its path and POST and
+ * knows whether the caller presented a client certificate from admission.clientCA.
+ */
 export function admissionReview(
   webhook: Webhook,
   log: Logger,
   inFlight: InFlight = inFlightBytes(Infinity),
-): (ctx: Koa.Context) => Promise<void> {
+): (ctx: Koa.Context, authenticated: boolean) => Promise<void> {
   const reviews = flatLines(log);
-  return async (ctx) => {
+  return async (ctx, authenticated) => {
     const arrived = performance.now();
     const received = await receiveReview(ctx, inFlight, MAX_REVIEW_BYTES);
     const { apiVersion, request } = parseReview(received.body);
@@ -76,7 +80,12 @@ export function admissionReview(
         );
       }
       const verdict = registration
-        ? await decideWithin(webhook, request, budgetMs(ctx.query.timeout), arrived)
+        ? await decideWithin(
+            webhook,
+            request,
+            { budget: budgetMs(ctx.query.timeout), since: arrived },
+            authenticated,
+          )
         : allow();
       response = toResponse(webhook, request, verdict);
     } catch (err) {
@@ -94,6 +103,7 @@ export function admissionReview(
         ...who,
         operation: request.operation,
         dryRun: request.dryRun === true,
+        authenticated,
         decision,
         ms: Math.round(ms * 100) / 100,
       },
@@ -127,15 +137,19 @@ class WebhookFailure extends Error {
 async function decideWithin(
   webhook: Webhook,
   request: AdmissionRequest,
-  budget: number,
-  since: number,
+  time: { budget: number; since: number },
+  authenticated: boolean,
 ): Promise<Verdict> {
   const mine =
     webhook.type === 'mutating' && request.object
       ? { ...request, object: cloneJson(request.object) }
       : request;
   try {
-    return await within(budget, (signal) => webhook.admit(mine, signal), since);
+    return await within(
+      time.budget,
+      (b) => webhook.admit(mine, { ...b, authenticated }),
+      time.since,
+    );
   } catch (e) {
     if (e instanceof OverrunError) throw new WebhookFailure(504, 'Timeout', e.message);
     throw e;

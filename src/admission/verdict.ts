@@ -12,13 +12,6 @@ export type Verdict =
     }
   | { allowed: false; status: Status; warnings?: string[] };
 
-export interface Webhook {
-  /** URL path segment: served at /mutate/<name> or /validate/<name>. */
-  name: string;
-  type: 'mutating' | 'validating';
-  admit(request: AdmissionRequest, signal: AbortSignal): Verdict | Promise<Verdict>;
-}
-
 export const allow = (warnings?: string[]): Verdict => ({
   allowed: true,
   ...(warnings?.length ? { warnings } : {}),

@@ -41,7 +41,21 @@ export interface Registration {
   reinvocationPolicy?: 'Never' | 'IfNeeded';
 }
 
-export type Admit = (request: AdmissionRequest, signal: AbortSignal) => Verdict | Promise<Verdict>;
+/** What annex knows of one AdmissionReview besides its request: its deadline and its caller. */
+export interface ReviewContext {
+  /** Aborted when the API server's deadline for this review (`?timeout=`, less a margin) passes. */
+  signal: AbortSignal;
+  /** That deadline on performance.now()'s clock, for synchronous work: it cannot see `signal` abort. */
+  deadline: number;
+  /**
+   * The caller presented a client certificate from `admission.clientCA`: the kube-apiserver,
+   * given one by its AdmissionConfiguration. Otherwise anyone who reaches annex's port may
+   * have sent this review, with any userInfo and object: answer it, but record nothing.
+   */
+  authenticated: boolean;
+}
+
+export type Admit = (request: AdmissionRequest, ctx: ReviewContext) => Verdict | Promise<Verdict>;
 
 export interface Webhook {
   /** URL segment: served at /validate/<name> or /mutate/<name>. */
@@ -52,6 +66,13 @@ export interface Webhook {
   /** Rendered as the comment above the configuration. */
   description?: string;
   registrations: Registration[];
+  /**
+   * The install registers it before annex runs (its placeholder in manifests/registrations.yaml
+   * keeps the rules, without a caBundle), so until annex answers, every write it matches is
+   * refused by its failurePolicy instead of admitted unseen: for a webhook whose record annex
+   * later trusts (ExternalMetric authors).
+   */
+  enforcedBeforeReady?: boolean;
   admit: Admit;
 }
 
@@ -66,6 +87,13 @@ export type WebhookInit = Omit<Registration, 'name' | 'rules'> & {
   description?: string;
   /** More entries for the same handler (e.g. another failurePolicy for other resources). */
   also?: Registration[];
+  /**
+   * The install registers it before annex runs (its placeholder in manifests/registrations.yaml
+   * keeps the rules, without a caBundle), so until annex answers, every write it matches is
+   * refused by its failurePolicy instead of admitted unseen: for a webhook whose record annex
+   * later trusts (ExternalMetric authors).
+   */
+  enforcedBeforeReady?: boolean;
   admit: Admit;
 };
 
@@ -75,6 +103,7 @@ function declare(type: Webhook['type'], init: WebhookInit): Webhook {
     configuration,
     description,
     also = [],
+    enforcedBeforeReady,
     admit,
     match,
     rules,
@@ -105,6 +134,7 @@ function declare(type: Webhook['type'], init: WebhookInit): Webhook {
       },
       ...also,
     ],
+    ...(enforcedBeforeReady ? { enforcedBeforeReady } : {}),
     admit,
   };
 }

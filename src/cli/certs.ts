@@ -211,7 +211,7 @@ function seconds(flag: string): (v: string) => number {
   };
 }
 
-function days(flag: string, min = 0): (v: string) => number {
+export function days(flag: string, min = 0): (v: string) => number {
   return (v) => {
     const n = Number(v);
     if (!Number.isInteger(n) || n < min) {

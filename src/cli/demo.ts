@@ -47,6 +47,8 @@ export function register(program: Command): void {
           server: { host: '127.0.0.1', port: 0 },
           tls: { dir: join(info.dir, 'annex-certs') },
           kube: { kubeconfig: info.adminKubeconfig },
+          // The demo's API server presents this CA's client certificate to every webhook.
+          admission: { clientCA: info.webhookClientCaFile },
           metrics: { registerMetricsK8sIo: true, scrapeIntervalSeconds: 5 },
           log: { level: o.logLevel as 'warn' },
           features: o.load ?? [],

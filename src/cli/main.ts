@@ -7,6 +7,7 @@ import { isKubeError } from '../kube/errors.js';
 import { UserError } from './errors.js';
 import { register as serve } from './serve.js';
 import { register as certs } from './certs.js';
+import { register as admissionClient } from './admission-client.js';
 import { register as defaults } from './defaults.js';
 import { register as demo } from './demo.js';
 import { register as manifests } from './manifests.js';
@@ -26,7 +27,18 @@ const program = new Command('annex')
   .showHelpAfterError('(run with --help for usage)')
   .exitOverride();
 
-for (const register of [serve, certs, defaults, demo, manifests, check, migrate, policy, install])
+for (const register of [
+  serve,
+  certs,
+  admissionClient, // a subcommand of certs
+  defaults,
+  demo,
+  manifests,
+  check,
+  migrate,
+  policy,
+  install,
+])
   register(program);
 
 try {

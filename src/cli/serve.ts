@@ -76,7 +76,7 @@ export function register(program: Command): void {
     );
 }
 
-function parsePort(v: string): number {
+export function parsePort(v: string): number {
   const n = Number(v);
   if (!Number.isInteger(n) || n < 1 || n > 65535) {
     throw new InvalidArgumentError('must be an integer between 1 and 65535.');

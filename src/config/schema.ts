@@ -109,10 +109,14 @@ export interface Config {
     /** AdmissionReview bytes held at once (read, decided, answer unsent); beyond it 429. */
     maxInFlightBytes: number;
     /**
-     * PEM file of the CA whose client certificates may send AdmissionReviews (the
-     * kube-apiserver's, from its AdmissionConfiguration kubeconfig); empty = any caller.
+     * PEM file of the CA of the client certificate the kube-apiserver presents to annex's
+     * webhooks (its AdmissionConfiguration kubeconfig). A review with one is authenticated;
+     * any other is answered, but handlers are told and the policy feature records nothing
+     * of it. Read again when it changes; absent or empty = no caller is authenticated.
      */
     clientCA: string;
+    /** Refuse (401) AdmissionReviews without a client certificate from clientCA, which must exist. */
+    requireClientCert: boolean;
     names: {
       /** Validating webhook /validate/names. */
       enabled: boolean;
@@ -185,6 +189,8 @@ export interface Config {
      * (metrics.annex.dev) annex polls: HPAs scale on them. Needs the CRD and an API server.
      */
     enabled: boolean;
+    /** Where json and prometheus sources may be read from (the schema's descriptions say how). */
+    allow: { urls: string[]; hosts: string[]; cidrs: string[] };
   };
   log: {
     level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
@@ -314,11 +320,12 @@ export const configSchema: JSONSchemaType<Config> = {
     admission: {
       type: 'object',
       additionalProperties: false,
-      required: ['maxInFlightBytes', 'clientCA', 'names', 'defaults'],
+      required: ['maxInFlightBytes', 'clientCA', 'requireClientCert', 'names', 'defaults'],
       properties: {
         // 64 MiB: nine reviews of the API server's largest (3 MiB object + 3 MiB oldObject).
         maxInFlightBytes: { type: 'integer', minimum: 1, default: 64 * 1024 * 1024 },
         clientCA: { type: 'string', default: '' },
+        requireClientCert: { type: 'boolean', default: false },
         names: {
           type: 'object',
           additionalProperties: false,
@@ -430,8 +437,52 @@ export const configSchema: JSONSchemaType<Config> = {
     scaling: {
       type: 'object',
       additionalProperties: false,
-      required: ['enabled'],
-      properties: { enabled: { type: 'boolean', default: false } },
+      required: ['enabled', 'allow'],
+      properties: {
+        enabled: { type: 'boolean', default: false },
+        allow: {
+          type: 'object',
+          description: [
+            "Where an ExternalMetric's json or prometheus source may be read from. Anyone who",
+            'may edit a namespace may write an ExternalMetric, and annex fetches its URL from',
+            'inside the cluster: so nothing is allowed unless listed here (objects sources need',
+            'nothing). A URL is allowed when it is under one of `urls`, its host is one of',
+            '`hosts`, or the address it connects to is in one of `cidrs`. Whatever a name or a',
+            'broad CIDR allows, annex never connects to loopback, 0.0.0.0/8, link-local',
+            '(169.254.0.0/16, fe80::/10), cloud metadata (100.100.100.200, 168.63.129.16,',
+            'fd00:ec2::254) or the IPv4-mapped, NAT64 and 6to4 forms of these, unless an entry',
+            'names that address: a URL or host entry written with the IP address, or a CIDR',
+            'inside the range (127.0.0.1/32). Checked on the address dialled, after DNS;',
+            'redirects are never followed.',
+          ].join(' '),
+          additionalProperties: false,
+          required: ['urls', 'hosts', 'cidrs'],
+          default: filledIn<Config['scaling']['allow']>(),
+          properties: {
+            urls: {
+              type: 'array',
+              description:
+                "URL prefixes: same scheme, host and port, and a path under the prefix's (http://prometheus.monitoring.svc:9090/api/v1/ allows /api/v1/query, not /admin).",
+              items: { type: 'string', minLength: 1 },
+              default: [],
+            },
+            hosts: {
+              type: 'array',
+              description:
+                'Host names (any port, http and https): queue.shop.svc.cluster.local, or *.monitoring.svc for every name under it; an IP address allows exactly that address.',
+              items: { type: 'string', minLength: 1 },
+              default: [],
+            },
+            cidrs: {
+              type: 'array',
+              description:
+                'Address ranges any URL may connect to, whatever its name: 10.96.0.0/12, fd00::/8.',
+              items: { type: 'string', minLength: 1 },
+              default: [],
+            },
+          },
+        },
+      },
     },
     log: {
       type: 'object',

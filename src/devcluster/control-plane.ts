@@ -7,6 +7,7 @@ import { stringify } from 'yaml';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { admissionConfiguration, webhookClientKubeconfig } from '../manifests/admission-client.js';
 import { makePki } from './pki.js';
 import { writeKubeconfig } from './kubeconfig.js';
 
@@ -290,48 +291,16 @@ export class ControlPlane {
 
 /**
  * An AdmissionConfiguration giving the webhook admission plugins a kubeconfig whose `*`
- * user (the default for every webhook host) presents a client certificate from its own CA.
- * Harmless to webhooks that do not check callers; lets a test prove one that does.
+ * user (the default for every webhook host) presents a client certificate from its own CA
+ * (rendered as `annex certs admission-client` renders it). Harmless to webhooks that do not
+ * check callers; lets a test prove one that does.
  */
 function writeAdmissionConfig(dir: string): string {
-  const b64 = (f: string) => readFileSync(join(dir, f)).toString('base64');
+  const read = (f: string) => readFileSync(join(dir, f), 'utf8');
   const kubeconfig = join(dir, 'admission-webhooks.kubeconfig');
-  writeFileSync(
-    kubeconfig,
-    stringify({
-      apiVersion: 'v1',
-      kind: 'Config',
-      users: [
-        {
-          name: '*',
-          user: {
-            'client-certificate-data': b64('webhook-client.crt'),
-            'client-key-data': b64('webhook-client.key'),
-          },
-        },
-      ],
-    }),
-    { mode: 0o600 },
-  );
-  const plugin = (name: string, kind: string) => ({
-    name,
-    configuration: {
-      apiVersion: 'apiserver.config.k8s.io/v1',
-      kind,
-      kubeConfigFile: kubeconfig,
-    },
-  });
+  const client = { certPem: read('webhook-client.crt'), keyPem: read('webhook-client.key') };
+  writeFileSync(kubeconfig, stringify(webhookClientKubeconfig(['*'], client)), { mode: 0o600 });
   const file = join(dir, 'admission-config.yaml');
-  writeFileSync(
-    file,
-    stringify({
-      apiVersion: 'apiserver.config.k8s.io/v1',
-      kind: 'AdmissionConfiguration',
-      plugins: [
-        plugin('ValidatingAdmissionWebhook', 'WebhookAdmissionConfiguration'),
-        plugin('MutatingAdmissionWebhook', 'WebhookAdmissionConfiguration'),
-      ],
-    }),
-  );
+  writeFileSync(file, stringify(admissionConfiguration(kubeconfig)));
   return file;
 }

@@ -1,14 +1,20 @@
 // AdmissionPolicies, live: list + watch them through the API server, compile each once per
 // generation, report `status.ready`/`status.error`, keep the policy webhooks' `rules` equal
 // to the union of what the policies match (server-side apply, field manager annex), answer
-// those webhooks with the pure evaluator, and record every Deny/Warn/Audit decision as an
-// AdmissionEvent and a Kubernetes Event. A validating webhook on AdmissionPolicy objects
+// those webhooks with the pure evaluator, and record every Deny/Warn/Audit decision of a
+// review from the API server (ReviewContext.authenticated) as an AdmissionEvent and a
+// Kubernetes Event. A validating webhook on AdmissionPolicy objects
 // refuses one that does not compile, with compilePolicy's message. Without an API server
 // (a laptop `npm start`), the policies come from `policy.directory`.
 import { hostname } from 'node:os';
 import type { AdmissionRequest } from '../admission/review.js';
 import { allow, deny, denyInvalid, mutate, type Verdict } from '../admission/verdict.js';
-import { validatingWebhook, type RuleWithOperations, type Webhook } from '../admission/webhook.js';
+import {
+  validatingWebhook,
+  type ReviewContext,
+  type RuleWithOperations,
+  type Webhook,
+} from '../admission/webhook.js';
 import type { Provider } from '../apiserver/types.js';
 import { loadServingMaterial } from '../certs/index.js';
 import { loadPolicies } from '../cli/check.js';
@@ -18,7 +24,6 @@ import { EventRecorder, kubeEventSink } from '../kube/events.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../server/feature.js';
-import { deadlineOf } from '../server/review-io.js';
 import { celObjects, syncCel, webhookPolicies } from './cel/apply.js';
 import { celStatus, type CelObjects } from './cel/compile.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
@@ -219,12 +224,11 @@ export function policyFeature(config: Config): Feature {
    */
   const matchCtx = async (
     req: AdmissionRequest,
-    signal?: AbortSignal,
+    review: ReviewContext,
   ): Promise<EvaluateContext> => {
-    const deadline = deadlineOf(signal);
     const ctx: EvaluateContext = {
       annexNamespace: config.tls.namespace,
-      ...(deadline !== undefined ? { deadline } : {}),
+      deadline: review.deadline,
     };
     if (!req.namespace) return ctx;
     let labels = namespaceLabels.get(req.namespace);
@@ -287,9 +291,10 @@ export function policyFeature(config: Config): Feature {
     description:
       "annex's AdmissionPolicies (policy.annex.dev): Deny, Warn and Audit. annex keeps `rules` equal to what the policies match.",
     registrations: [registration()],
-    admit: async (req, signal) => {
-      const { verdict, decisions } = decide(onWebhook, req, await matchCtx(req, signal));
-      record(decisions, req);
+    admit: async (req, review) => {
+      const { verdict, decisions } = decide(onWebhook, req, await matchCtx(req, review));
+      // Only the API server's reviews: anyone else could forge the userInfo and the object.
+      if (review.authenticated) record(decisions, req);
       return verdict;
     },
   };
@@ -300,7 +305,7 @@ export function policyFeature(config: Config): Feature {
     description:
       "annex's AdmissionPolicies (policy.annex.dev): mutate rules. annex keeps `rules` equal to what the policies match.",
     registrations: [registration({ reinvocationPolicy: 'Never' })],
-    admit: async (req, signal) => mutateWith(onWebhook, req, await matchCtx(req, signal)),
+    admit: async (req, review) => mutateWith(onWebhook, req, await matchCtx(req, review)),
   };
   const check = validatingWebhook({
     name: 'admissionpolicies.annex.dev',

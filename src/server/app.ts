@@ -8,19 +8,20 @@ import { admissionReview } from '../admission/server.js';
 import { webhookPath, type Webhook } from '../admission/webhook.js';
 import type { DelegatedAuth } from '../apiserver/auth/index.js';
 import { aggregatedApi, requestInfoMiddleware } from '../apiserver/handler.js';
-import { forbiddenPath, methodNotAllowedPath } from '../apiserver/status.js';
+import { forbiddenPath, methodNotAllowedPath, unauthorized } from '../apiserver/status.js';
 import type { GroupVersionDecl } from '../apiserver/types.js';
 import { conversionPath, type Conversion } from '../conversion/declare.js';
 import { conversionReview } from '../conversion/server.js';
 import type { Logger } from '../log.js';
 import type { Feature } from './feature.js';
 import { accessLog } from './access-log.js';
-import { peerEndpoints, requireClientCert } from './client-cert.js';
+import { peerEndpoints } from './client-cert.js';
 import { statusErrors } from './errors.js';
 import { health, type Readiness } from './health.js';
 import { prometheusEndpoint } from './prometheus.js';
 import { overload, type InFlightLimits } from './overload.js';
 import { inFlightBytes } from './review-io.js';
+import type { ReviewCaller, ReviewCallers } from './review-callers.js';
 import { unreadBody } from './unread-body.js';
 
 export interface AppParts {
@@ -34,8 +35,10 @@ export interface AppParts {
   features?: readonly Feature[];
   /** annex's CA (ca.crt), read per request: it is what a replica's certificate chains to. */
   annexCa?: () => X509Certificate[];
-  /** `admission.clientCA`: when set, AdmissionReviews need a client certificate from it. */
-  webhookClientCa?: X509Certificate[] | null;
+  /** Who sent each AdmissionReview: a client certificate from `admission.clientCA`, or not. */
+  reviewCallers?: ReviewCallers;
+  /** `admission.requireClientCert`: a review from any other caller is refused (401). */
+  requireClientCert?: boolean;
   /**
    * Delegated authentication and authorization; null only without an API server, when
    * annex listens on loopback (`trustLoopback`) or serves nothing but webhooks and probes.
@@ -62,9 +65,10 @@ export function createApp(parts: AppParts): Koa {
   app.use(
     reviewRoutes(parts, parts.log, {
       maxBytesInFlight: parts.maxReviewBytesInFlight,
-      clientCa: parts.webhookClientCa ?? null,
+      ...(parts.reviewCallers ? { callers: parts.reviewCallers } : {}),
+      requireClientCert: parts.requireClientCert ?? false,
     }),
-  ); // 4. Admission- and ConversionReviews from the API server (admission.clientCA, when set)
+  ); // 4. Admission- and ConversionReviews from the API server (its caller told, or 401 if required)
   if (parts.annexCa && parts.features?.some((f) => f.peer)) {
     app.use(peerEndpoints(parts.features, parts.annexCa, parts.log)); // 4b. other replicas of annex, by annex's CA
   }
@@ -80,32 +84,53 @@ export function createApp(parts: AppParts): Koa {
   return app;
 }
 
+const NO_CALLERS: ReviewCallers['of'] = () => ({
+  authenticated: false,
+  reason: 'admission.clientCA is not set',
+});
+
 /**
  * POST /validate/<name>, /mutate/<name> (one route per declared webhook) and
- * /convert/<name> (one per declared conversion), sharing one bound on review bytes.
+ * /convert/<name> (one per declared conversion), sharing one bound on review bytes. Only
+ * AdmissionReviews are asked for the API server's certificate: the API server calls
+ * conversion webhooks without one (apiextensions-apiserver gives them no kubeconfig).
  */
 export function reviewRoutes(
   declared: { webhooks: Webhook[]; conversions?: Conversion[] },
   log: Logger,
-  opts: { maxBytesInFlight?: number; clientCa?: X509Certificate[] | null } = {},
+  opts: { maxBytesInFlight?: number; callers?: ReviewCallers; requireClientCert?: boolean } = {},
 ): Koa.Middleware {
   const router = new Router();
   const inFlight = inFlightBytes(opts.maxBytesInFlight ?? Infinity);
-  const clientCa = opts.clientCa;
-  const gate = clientCa ? requireClientCert(() => clientCa, log, 'admission review') : undefined;
+  const callers = opts.callers;
+  const callerOf: ReviewCallers['of'] = callers ? (ctx, w) => callers.of(ctx, w) : NO_CALLERS;
+  const refuse = (ctx: Koa.Context, caller: ReviewCaller) => {
+    if (caller.authenticated || !opts.requireClientCert) return;
+    log.warn(
+      { path: ctx.path, reason: caller.reason },
+      'admission review: client certificate refused',
+    );
+    throw unauthorized();
+  };
   // The API server calls the exact paths: those are one map lookup. Anything else (another
   // case, a trailing slash) goes through the router, which matches as before.
   const exact = new Map<string, Koa.Middleware>();
   const post = (path: string, review: (ctx: Koa.Context) => Promise<void>) => {
     const route: Koa.Middleware = async (ctx) => {
       if (ctx.method !== 'POST') throw methodNotAllowedPath();
-      if (gate) await gate(ctx, () => review(ctx));
-      else await review(ctx);
+      await review(ctx);
     };
     exact.set(path, route);
     router.all(path, route);
   };
-  for (const w of declared.webhooks) post(webhookPath(w), admissionReview(w, log, inFlight));
+  for (const w of declared.webhooks) {
+    const admit = admissionReview(w, log, inFlight);
+    post(webhookPath(w), (ctx) => {
+      const caller = callerOf(ctx, w.name);
+      refuse(ctx, caller);
+      return admit(ctx, caller.authenticated);
+    });
+  }
   for (const c of declared.conversions ?? [])
     post(conversionPath(c), conversionReview(c, log, inFlight));
   const routed = router.routes() as unknown as Koa.Middleware;

@@ -1,41 +1,23 @@
-// Two doors that open only for a client certificate from one CA, outside the delegated
-// authentication of the aggregated API:
-// - AdmissionReviews, when `admission.clientCA` is set: only the kube-apiserver (given a
-//   client certificate by its AdmissionConfiguration) may feed annex's webhooks and so its
-//   decision log;
-// - peer endpoints (GET /peers/<feature>/<name>), which other replicas of annex read with
-//   the serving certificate they share, issued by annex's own CA.
-// The listener only requests certificates (src/server/listen.ts), so the chain is verified
-// here, against exactly the CA meant, with the code delegated authentication uses.
-import { readFileSync } from 'node:fs';
+// Peer endpoints (GET /peers/<feature>/<name>) open only for a client certificate from
+// annex's own CA, outside the delegated authentication of the aggregated API: other
+// replicas of annex read them with the serving certificate they share. (AdmissionReviews'
+// callers are told apart in ./review-callers.ts.) The listener only requests certificates
+// (src/server/listen.ts), so the chain is verified here, against exactly the CA meant,
+// with the code delegated authentication uses.
 import type { X509Certificate } from 'node:crypto';
 import type Koa from 'koa';
 import { tlsSocketOf } from '../apiserver/auth/authenticate.js';
-import { parsePemBundle, peerChain, verifyClientChain } from '../apiserver/auth/x509.js';
+import { peerChain, verifyClientChain } from '../apiserver/auth/x509.js';
 import { methodNotAllowedPath, unauthorized } from '../apiserver/status.js';
-import { ConfigError } from '../config/load.js';
 import type { Logger } from '../log.js';
 import type { Feature } from './feature.js';
 
 /** Why the request's client certificate does not chain to `roots`, or undefined when it does. */
-export function clientCertProblem(ctx: Koa.Context, roots: X509Certificate[]): string | undefined {
+function clientCertProblem(ctx: Koa.Context, roots: X509Certificate[]): string | undefined {
   const socket = tlsSocketOf(ctx.req);
   const chain = socket ? peerChain(socket) : [];
   const r = verifyClientChain(chain, roots);
   return r.ok ? undefined : r.error;
-}
-
-/** The CA bundle of `admission.clientCA`; a ConfigError naming the file when unusable. */
-export function loadClientCa(file: string): X509Certificate[] {
-  let certs: X509Certificate[];
-  try {
-    certs = parsePemBundle(readFileSync(file, 'utf8'));
-  } catch (e) {
-    throw new ConfigError(`admission.clientCA: cannot read ${file}: ${(e as Error).message}`);
-  }
-  if (certs.length === 0)
-    throw new ConfigError(`admission.clientCA: ${file} holds no PEM certificate`);
-  return certs;
 }
 
 /** 401 unless the request presents a certificate chaining to `roots` (logged with the reason). */

@@ -59,4 +59,17 @@ describe('health', () => {
     ]);
     expect(await get('/livez?verbose')).toEqual([200, '[+]ping ok\nlivez check passed\n']);
   });
+
+  it('a passing check with a note keeps the [+]name ok prefix, the note after ": "; never a failure', async () => {
+    checks = [
+      ['names', true],
+      ['admission-callers', true, '3 authenticated (last 1s ago), 0 unauthenticated'],
+    ];
+    expect(await get('/readyz')).toEqual([200, 'ok']);
+    expect(await get('/readyz?verbose')).toEqual([
+      200,
+      '[+]ping ok\n[+]names ok\n[+]admission-callers ok: 3 authenticated (last 1s ago), 0 unauthenticated\nreadyz check passed\n',
+    ]);
+    expect(await get('/readyz/admission-callers')).toEqual([200, 'ok']);
+  });
 });

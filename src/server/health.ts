@@ -1,13 +1,17 @@
 // /livez, /readyz and /healthz answer like kube-apiserver's: "ok" as text, no auth, so
 // kubelet probes and the aggregator's checks never depend on the API server being up.
 // /readyz is the conjunction of every feature's readiness; `?verbose` lists each check,
-// and /readyz/<check> asks one, as the API server's healthz handlers do.
+// and /readyz/<check> asks one, as the API server's healthz handlers do. A passing check
+// may carry a note (`[+]name ok: note`): k8s.io/apiserver prints `[+]name ok`,
+// `[+]name excluded: ok` and `[-]name failed: reason`; a line that keeps the `[+]name ok`
+// prefix reads as passing to anything that parses those, and the note follows `: ` as a
+// failure's reason does.
 import type Koa from 'koa';
 
 export const HEALTH_PATHS = new Set(['/livez', '/readyz', '/healthz']);
 
-/** Named checks: true when passing, else the reason (shown by ?verbose). */
-export type Readiness = () => [name: string, result: true | string][];
+/** Named checks: true when passing (with an optional note), else the reason (shown by ?verbose). */
+export type Readiness = () => [name: string, result: true | string, note?: string][];
 
 export function health(readiness: Readiness): Koa.Middleware {
   return async (ctx, next) => {
@@ -28,8 +32,8 @@ export function health(readiness: Readiness): Koa.Middleware {
       ctx.body = 'ok';
       return;
     }
-    const lines = checks.map(([name, r]) =>
-      r === true ? `[+]${name} ok` : `[-]${name} failed: ${r}`,
+    const lines = checks.map(([name, r, note]) =>
+      r !== true ? `[-]${name} failed: ${r}` : note ? `[+]${name} ok: ${note}` : `[+]${name} ok`,
     );
     ctx.body = `${lines.join('\n')}\n${root} check ${failed.length ? 'failed' : 'passed'}\n`;
   };

@@ -157,15 +157,12 @@ export class OverrunError extends Error {
   }
 }
 
-/** Each running budget's end, on performance.now()'s clock, by its signal. */
-const deadlines = new WeakMap<AbortSignal, number>();
-
-/**
- * When the budget behind `signal` ends (performance.now() ms), for work that runs
- * synchronously and so cannot see the signal abort: it checks the clock itself.
- */
-export const deadlineOf = (signal: AbortSignal | undefined): number | undefined =>
-  signal && deadlines.get(signal);
+/** A running budget: aborted when it ends, and when that is (performance.now() ms). */
+export interface Budget {
+  signal: AbortSignal;
+  /** For work that runs synchronously and so cannot see `signal` abort: it checks the clock. */
+  deadline: number;
+}
 
 /**
  * Runs `work` (sync or async) within the budget, counted from `since` (performance.now()
@@ -177,13 +174,12 @@ export const deadlineOf = (signal: AbortSignal | undefined): number | undefined 
  */
 export async function within<T>(
   budget: number,
-  work: (signal: AbortSignal) => T | Promise<T>,
+  work: (b: Budget) => T | Promise<T>,
   since = performance.now(),
 ): Promise<T> {
   const ac = new AbortController();
   const deadline = since + budget;
-  deadlines.set(ac.signal, deadline);
-  const result = work(ac.signal);
+  const result = work({ signal: ac.signal, deadline });
   if (!isThenable(result)) return result;
   return new Promise<T>((resolve, reject) => {
     const timer = setTimeout(

@@ -21,11 +21,13 @@ import { parsePemBundle } from '../apiserver/auth/x509.js';
 import { registerWhenReady, type Registrar } from '../manifests/register.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
 import { createApp } from './app.js';
-import { loadClientCa } from './client-cert.js';
+import type { Readiness } from './health.js';
+import { admissionClientCa } from './admission-ca.js';
 import { builtinFeatures } from './builtins.js';
 import { validateFeatures, type Feature } from './feature.js';
 import { loadFeatureModules } from './load-features.js';
 import { listen, type Listening, type TlsMaterial } from './listen.js';
+import { reviewCallers } from './review-callers.js';
 
 export interface Annex {
   url: string;
@@ -67,9 +69,11 @@ export async function startAnnex(
     throw new ConfigError(`cannot load TLS material: ${(e as Error).message}`);
   }
 
-  const webhookClientCa = config.admission.clientCA
-    ? loadClientCa(config.admission.clientCA)
-    : null;
+  const webhookClientCa = admissionClientCa(config.admission.clientCA, {
+    required: config.admission.requireClientCert,
+    log,
+  });
+  const callers = reviewCallers(webhookClientCa);
   if (config.registration.apply && !kube)
     throw new ConfigError(
       'registration.apply needs an API server: set kube.kubeconfig or run in a cluster',
@@ -93,6 +97,7 @@ export async function startAnnex(
   const teardown = async () => {
     for (const f of started.reverse()) await f.stop?.();
     auth?.stop();
+    webhookClientCa.stop();
     shared?.stop();
     kube?.close();
   };
@@ -109,9 +114,13 @@ export async function startAnnex(
   }
 
   let shuttingDown = false;
-  const readiness = () => [
+  const readiness: Readiness = () => [
     ...features.map((f): [string, true | string] => [f.name, f.ready?.() ?? true]),
-    ['shutdown', shuttingDown ? 'annex is shutting down' : true] as [string, true | string],
+    // Never a failure: unready, annex would not be registered, and no caller could fix it.
+    ...(webhooks.length
+      ? [['admission-callers', true, callers.report()] as [string, true, string]]
+      : []),
+    ['shutdown', shuttingDown ? 'annex is shutting down' : true],
   ];
   // Aborted when the drain starts: watches end cleanly rather than being reset.
   const stopWatches = new AbortController();
@@ -122,7 +131,7 @@ export async function startAnnex(
     ...serving,
     clientCAs: [
       ...(auth?.config.clientCAs() ?? []),
-      ...(webhookClientCa ?? []).map((c) => c.toString()),
+      ...webhookClientCa.certs().map((c) => c.toString()),
       ...(serving.ca ? [serving.ca] : []),
     ],
   });
@@ -141,7 +150,8 @@ export async function startAnnex(
     groups,
     features,
     annexCa,
-    webhookClientCa,
+    reviewCallers: callers,
+    requireClientCert: config.admission.requireClientCert,
     auth,
     trustLoopback: isLoopback(config.server.host),
     stopWatches: stopWatches.signal,
@@ -153,6 +163,7 @@ export async function startAnnex(
     throw e;
   });
   const stopAuthWatch = auth?.config.onChange(() => listening.updateTls(tls()));
+  webhookClientCa.onChange(() => listening.updateTls(tls()));
   const stopCertWatch = watchServingMaterial(
     config.tls.dir,
     (m) => {

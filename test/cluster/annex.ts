@@ -39,6 +39,9 @@ export async function startTestAnnex(
       server: { host: '127.0.0.1', port: 0, ...overrides.server },
       tls: { dir: certsDir, service: ANNEX_SERVICE, namespace: ANNEX_NAMESPACE, ...overrides.tls },
       kube: { kubeconfig: cluster!.adminKubeconfig, ...overrides.kube },
+      // The test API server presents this CA's client certificate to every webhook, as an
+      // install with the admission kubeconfig does: its reviews are authenticated.
+      admission: { clientCA: cluster!.webhookClientCaFile, ...overrides.admission },
       log: { level: (process.env.ANNEX_TEST_LOG as 'info') ?? 'silent', ...overrides.log },
     },
   });
@@ -98,24 +101,48 @@ export function annexGet(
   path: string,
   id?: readonly [certFile: string, keyFile: string],
 ): Promise<{ status: number; body: string }> {
+  return annexRequest(annex, 'GET', path, undefined, id);
+}
+
+/** POST JSON to a test annex directly (a review as any Pod could send it), on a fresh connection. */
+export function annexPost(
+  annex: TestAnnex,
+  path: string,
+  body: unknown,
+  id?: readonly [certFile: string, keyFile: string],
+): Promise<{ status: number; body: string }> {
+  return annexRequest(annex, 'POST', path, JSON.stringify(body), id);
+}
+
+function annexRequest(
+  annex: TestAnnex,
+  method: string,
+  path: string,
+  body: string | undefined,
+  id?: readonly [certFile: string, keyFile: string],
+): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const req = request(
       {
         host: '127.0.0.1',
         port: annex.port,
+        method,
         path,
         ca: readFileSync(join(annex.certsDir, 'ca.crt')),
         ...(id ? { cert: readFileSync(id[0]), key: readFileSync(id[1]) } : {}),
         servername: 'localhost',
+        ...(body === undefined
+          ? {}
+          : { agent: false, headers: { 'content-type': 'application/json' } }),
       },
       (res) => {
-        let body = '';
-        res.on('data', (d) => (body += d));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        let text = '';
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
       },
     );
     req.on('error', reject);
-    req.end();
+    req.end(body);
   });
 }
 

@@ -147,6 +147,9 @@ describeCluster('CRD conversion and storage-version migration (the seed’s Cron
       {
         server: { port },
         metrics: { enabled: false },
+        // Strict about AdmissionReviews' callers: the API server calls conversion webhooks
+        // without a client certificate, and every conversion below must still go through.
+        admission: { requireClientCert: true },
         tls: {
           inject: { apiServices: [], validatingWebhooks: [], mutatingWebhooks: [], crds: [CRD] },
         },

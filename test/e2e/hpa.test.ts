@@ -102,7 +102,8 @@ describeCluster(
         kube: { kubeconfig: c.adminKubeconfig },
         metrics: { enabled: false },
         admission: { names: { enabled: false }, defaults: { enabled: false } } as never,
-        scaling: { enabled: true },
+        // The admin allows the test's source by its loopback address (refused otherwise).
+        scaling: { enabled: true, allow: { urls: [`${url}/`], hosts: [], cidrs: [] } },
       });
       await wire.ensureAnnexService(run);
       const apiservices = ['external-metrics-k8s-io', 'custom-metrics-k8s-io'].flatMap((g) =>
@@ -349,7 +350,7 @@ describeCluster(
       }, 30_000);
       const active = hpa.status.conditions.find((x: any) => x.type === 'ScalingActive');
       expect(active.message).toMatch(
-        /metric mail_queue is unavailable \(ExternalMetric shop\/mail-queue\): the body is not JSON/,
+        /metric mail_queue is unavailable \(ExternalMetric shop\/mail-queue\): the body is not JSON \(at byte 0\)$/,
       );
       const describe = await k(['describe', 'hpa', 'mailer', '-n', ns]);
       console.error(`--- kubectl describe hpa mailer (garbage source)\n${describe}`);

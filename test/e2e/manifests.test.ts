@@ -49,9 +49,15 @@ describeCluster('manifests/ (kustomize base)', () => {
       'CustomResourceDefinition/admissionpolicies.policy.annex.dev': '',
     });
     // Registration follows readiness: kubectl creates placeholders only — no webhook to
-    // call, no caBundle; annex applies the real objects once ready.
-    for (const o of objs.filter((o) => o.kind.endsWith('WebhookConfiguration')))
-      expect(o.webhooks).toEqual([]);
+    // call, no caBundle; annex applies the real objects once ready. One webhook must hold
+    // from the start (ExternalMetric authors): without a caBundle its writes fail until then.
+    for (const o of objs.filter((o) => o.kind.endsWith('WebhookConfiguration'))) {
+      if (o.metadata.name === 'annex-externalmetrics') {
+        expect(o.webhooks).toHaveLength(1);
+        expect(o.webhooks[0].failurePolicy).toBe('Fail');
+        expect(o.webhooks[0].clientConfig).not.toHaveProperty('caBundle');
+      } else expect(o.webhooks).toEqual([]);
+    }
     for (const o of objs.filter((o) => o.kind === 'APIService'))
       expect(o.spec).not.toHaveProperty('caBundle');
     for (const o of objs)
@@ -261,7 +267,7 @@ describeCluster('manifests/ (kustomize base)', () => {
       expect(lines).toContain(
         'apiservice.apiregistration.k8s.io/v1beta2.custom.metrics.k8s.io created (server dry run)',
       );
-      expect(lines).toHaveLength(38);
+      expect(lines).toHaveLength(39);
     } finally {
       await ensureAnnexService();
     }

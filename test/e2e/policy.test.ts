@@ -1,9 +1,9 @@
 // AdmissionPolicies against the real kube-apiserver, with two annex replicas sharing one
 // CA on loopback: A answers the webhooks and (first) the aggregated API, B is its peer.
-// Both require the API server's webhook client certificate (admission.clientCA).
+// Both authenticate the API server's webhook client certificate (admission.clientCA); a
+// forged review is tested in admission-callers.test.ts.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
-import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
@@ -367,63 +367,6 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
       `admission webhook "admissionpolicies.annex.dev" denied the request: ${message}`,
     );
     expect(r.stderr).not.toMatch(/\n\s+at /); // no stack trace
-  });
-
-  it('only the API server may send AdmissionReviews (admission.clientCA): others get 401', async () => {
-    const review = {
-      apiVersion: 'admission.k8s.io/v1',
-      kind: 'AdmissionReview',
-      request: {
-        uid: 'forged',
-        kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
-        resource: { group: 'apps', version: 'v1', resource: 'deployments' },
-        namespace: ns,
-        name: 'forged',
-        operation: 'CREATE',
-        object: deployment('forged'),
-      },
-    };
-    const post = (id?: [string, string]) =>
-      new Promise<{ status: number; body: string }>((resolve, reject) => {
-        const req = request(
-          {
-            host: '127.0.0.1',
-            port: a.port,
-            path: '/validate/policies',
-            method: 'POST',
-            ca: readFileSync(join(a.certsDir, 'ca.crt')),
-            servername: 'localhost',
-            headers: { 'content-type': 'application/json' },
-            ...(id ? { cert: readFileSync(id[0]), key: readFileSync(id[1]) } : {}),
-          },
-          (res) => {
-            let body = '';
-            res.on('data', (d) => (body += d));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-          },
-        );
-        req.on('error', reject);
-        req.end(JSON.stringify(review));
-      });
-    const none = await post();
-    expect(none.status).toBe(401);
-    expect(JSON.parse(none.body)).toMatchObject({
-      kind: 'Status',
-      reason: 'Unauthorized',
-      code: 401,
-    });
-    // A certificate from the cluster's client CA is not the webhook client CA.
-    expect((await post([join(c.dir, 'admin.crt'), join(c.dir, 'admin.key')])).status).toBe(401);
-    // The refused reviews never reached the decision log.
-    const names = async () =>
-      JSON.parse(await kubectlOk(['get', 'admissionevents', '-n', ns, '-o', 'json'])).items.map(
-        (d: any) => d.object.name,
-      );
-    expect(await names()).not.toContain('forged');
-    // The API server's own client certificate is let in (as every test above shows).
-    const ok = await post([join(c.dir, 'webhook-client.crt'), join(c.dir, 'webhook-client.key')]);
-    expect(ok.status).toBe(200);
-    expect(await names()).toContain('forged');
   });
 
   it("two replicas: either one lists both replicas' decisions through the API server", async () => {

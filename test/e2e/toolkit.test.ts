@@ -28,12 +28,14 @@ describeCluster('the Feature contract', (c: ClusterInfo) => {
   let registered: any[] = [];
 
   // A user's feature: two webhooks whose handlers throw, one per failurePolicy.
+  const callers: boolean[] = [];
   const broken = (name: string, failurePolicy: 'Fail' | 'Ignore') =>
     validatingWebhook({
       name,
       match: { kinds: ['ConfigMap'], operations: ['CREATE'] },
       failurePolicy,
-      admit: (req) => {
+      admit: (req, ctx) => {
+        callers.push(ctx.authenticated);
         if (req.namespace === ns) throw new TypeError(`secret value ${JSON.stringify(req.object)}`);
         return { allowed: true };
       },
@@ -71,7 +73,7 @@ describeCluster('the Feature contract', (c: ClusterInfo) => {
     const r = await annexGet(annex, '/readyz?verbose');
     expect(r).toEqual({
       status: 200,
-      body: '[+]ping ok\n[+]names ok\n[+]defaults ok\n[+]broken ok\n[+]shutdown ok\nreadyz check passed\n',
+      body: '[+]ping ok\n[+]names ok\n[+]defaults ok\n[+]broken ok\n[+]admission-callers ok: no AdmissionReview yet\n[+]shutdown ok\nreadyz check passed\n',
     });
   });
 
@@ -103,6 +105,9 @@ describeCluster('the Feature contract', (c: ClusterInfo) => {
     );
     // The handler's message quoted the object: the answer carries the error class only.
     expect(denied.stderr).not.toContain('SECRET-VALUE');
+    // Its ReviewContext said the API server called (its client certificate, admission.clientCA).
+    expect(callers.length).toBeGreaterThan(0);
+    expect(callers.every((a) => a)).toBe(true);
 
     // Fail closed no more: only the Ignore webhook remains, and the request goes through with a warning.
     registered = registered.filter((o) => o.webhooks[0].name !== 'fails-closed.example.com');
