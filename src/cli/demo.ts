@@ -16,6 +16,7 @@ import {
   type Kubectl,
 } from '../devcluster/wire.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
+import { waitForCondition } from '../devcluster/wait.js';
 import { policyCrd } from '../policy/crd.js';
 import { createLogger } from '../log.js';
 import { startAnnex } from '../server/start.js';
@@ -72,14 +73,11 @@ export function register(program: Command): void {
       // What `annex manifests` renders for the features this annex runs.
       const objs = renderObjects(declarationsOf(annex.features), serviceRefOf(config));
       await applyObjects(kubectl, pointAtLocalAnnex(objs, annex.port, caBundle));
-      await kubectl([
-        'wait',
-        '--for=condition=Available',
-        'apiservice',
-        '-l',
-        'app.kubernetes.io/name=annex',
-        '--timeout=60s',
-      ]);
+      await waitForCondition(
+        kubectl,
+        ['apiservice', '-l', 'app.kubernetes.io/name=annex'],
+        'Available',
+      );
 
       console.log(`annex demo is ready: kube-apiserver v${info.version} at ${info.server}, annex at ${annex.url}.
 In another shell:

@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ControlPlane, type ClusterInfo } from '../../src/devcluster/control-plane.js';
+import { waitForCondition } from '../../src/devcluster/wait.js';
 import * as wire from '../../src/devcluster/wire.js';
 import { KubeClient } from '../../src/kube/client.js';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.js';
@@ -96,12 +97,7 @@ describeCluster(
       await new Promise<void>((r) => source.listen(0, '127.0.0.1', r));
       url = `http://127.0.0.1:${(source.address() as AddressInfo).port}`;
       await wire.applyObjects(run, wire.repoManifest('manifests/crds/externalmetrics.yaml'));
-      await k([
-        'wait',
-        '--for=condition=Established',
-        'crd/externalmetrics.metrics.annex.dev',
-        '--timeout=30s',
-      ]);
+      await waitForCondition(run, ['crd/externalmetrics.metrics.annex.dev'], 'Established');
       annex = await startTestAnnex({
         kube: { kubeconfig: c.adminKubeconfig },
         metrics: { enabled: false },
@@ -170,14 +166,11 @@ describeCluster(
           json: { url: `${url}/bad`, path: '$.n' },
         }),
       ]);
-      for (const a of apiservices) {
-        await k([
-          'wait',
-          '--for=condition=Available',
-          `apiservice/${a.metadata.name}`,
-          '--timeout=30s',
-        ]);
-      }
+      await waitForCondition(
+        run,
+        apiservices.map((a) => `apiservice/${a.metadata.name}`),
+        'Available',
+      );
       // HPAs only once annex serves their metrics: one made earlier records a first
       // FailedGet…Metric (the metric not seen by annex yet), which describe would show.
       await eventually(() =>

@@ -10,7 +10,7 @@ import { renderBundle } from '../../src/install/bundle.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
 import { builtinFeatures } from '../../src/server/builtins.js';
 import { ensureAnnexService } from '../cluster/annex.js';
-import { describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
+import { describeCluster, kubectl, kubectlOk, waitForCondition } from '../cluster/harness.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 
@@ -141,12 +141,10 @@ describeCluster('manifests/ (kustomize base)', () => {
     // can-i resolves a custom resource through discovery: the CRD must be served.
     await kubectlOk(['apply', '-f', join(dir, 'manifests', 'crds', 'admissionpolicies.yaml')]);
     await kubectlOk(['apply', '-f', join(dir, 'manifests', 'crds', 'externalmetrics.yaml')]);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Established',
-      'crd/admissionpolicies.policy.annex.dev',
-      'crd/externalmetrics.metrics.annex.dev',
-    ]);
+    await waitForCondition(
+      ['crd/admissionpolicies.policy.annex.dev', 'crd/externalmetrics.metrics.annex.dev'],
+      'Established',
+    );
     const sa = '--as=system:serviceaccount:annex-system:annex';
     const can = async (...args: string[]) =>
       (await kubectl(['auth', 'can-i', ...args, sa])).stdout.trim();
