@@ -105,6 +105,15 @@ export { mirror, type Mirror } from './kube/mirror.js';
 // List + watch (re-list on 410) of any path, for features that react to objects themselves.
 export { startWatch as listWatch, type WatchEvent as ListWatchEvent } from './kube/reflector.js';
 export { fileToken, type FileToken } from './kube/token.js';
+// May this user do this? A SubjectAccessReview (allow and deny cached 10 s): for a feature
+// that acts for a user with its own identity, as annex's ExternalMetric counts do.
+export {
+  AccessReviewer,
+  type AccessDecision,
+  type SubjectAccessReviewSpec,
+} from './apiserver/auth/subject-access-review.js';
+// Status conditions in Kubernetes' form (metav1.Condition, meta.SetStatusCondition).
+export { conditionsSchema, setCondition, type Condition } from './kube/conditions.js';
 
 // Registration objects rendered from declarations.
 export {

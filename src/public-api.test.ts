@@ -31,7 +31,16 @@ const BUILT_INS: [string[], string][] = [
     'metrics/',
   ],
   [
-    ['scaling/feature.ts', 'scaling/groups.ts', 'scaling/poller.ts', 'scaling/sources.ts'],
+    [
+      'scaling/feature.ts',
+      'scaling/groups.ts',
+      'scaling/poller.ts',
+      'scaling/sources.ts',
+      'scaling/schema.ts',
+      'scaling/author.ts',
+      'scaling/access.ts',
+      'scaling/outbound.ts',
+    ],
     'scaling/',
   ],
 ];

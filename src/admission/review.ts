@@ -25,7 +25,12 @@ export interface AdmissionRequest {
   name?: string;
   namespace?: string;
   operation: Operation;
-  userInfo?: { username?: string; uid?: string; groups?: string[] };
+  userInfo?: {
+    username?: string;
+    uid?: string;
+    groups?: string[];
+    extra?: Record<string, string[]>;
+  };
   object?: KubeObject | null;
   oldObject?: KubeObject | null;
   dryRun?: boolean;

@@ -47,6 +47,67 @@ describe('ruleMatches (admissionregistration semantics)', () => {
     expect(ruleMatches({ ...rule, scope: 'Cluster' }, req())).toBe(false);
     expect(ruleMatches({ ...rule, scope: 'Cluster' }, req({ namespace: '' }))).toBe(true);
   });
+  it('takes a Namespace as cluster-scoped, though its request carries its own name as namespace', () => {
+    const all = { operations: ['*' as const], apiGroups: [''], apiVersions: ['v1'] };
+    for (const [operation, subResource] of [
+      ['CREATE', undefined],
+      ['UPDATE', undefined],
+      ['DELETE', undefined],
+      ['UPDATE', 'status'],
+      ['UPDATE', 'finalize'],
+    ] as const) {
+      const ns = req({
+        kind: { group: '', version: 'v1', kind: 'Namespace' },
+        resource: { group: '', version: 'v1', resource: 'namespaces' },
+        namespace: 'vault',
+        name: 'vault',
+        operation,
+        ...(subResource ? { subResource } : {}),
+      });
+      const resources = [subResource ? 'namespaces/*' : 'namespaces'];
+      expect(ruleMatches({ ...all, resources, scope: 'Cluster' }, ns)).toBe(true);
+      expect(ruleMatches({ ...all, resources, scope: 'Namespaced' }, ns)).toBe(false);
+      expect(ruleMatches({ ...all, resources, scope: '*' }, ns)).toBe(true);
+    }
+  });
+  it('never matches the kinds the API server never sends to webhooks', () => {
+    const everything = {
+      operations: ['*' as const],
+      apiGroups: ['*'],
+      apiVersions: ['*'],
+      resources: ['*/*'],
+    };
+    for (const [resource, kind] of [
+      ['validatingwebhookconfigurations', 'ValidatingWebhookConfiguration'],
+      ['mutatingwebhookconfigurations', 'MutatingWebhookConfiguration'],
+      ['validatingadmissionpolicies', 'ValidatingAdmissionPolicy'],
+      ['validatingadmissionpolicybindings', 'ValidatingAdmissionPolicyBinding'],
+      ['mutatingadmissionpolicies', 'MutatingAdmissionPolicy'],
+      ['mutatingadmissionpolicybindings', 'MutatingAdmissionPolicyBinding'],
+    ]) {
+      const group = 'admissionregistration.k8s.io';
+      const r = req({
+        kind: { group, version: 'v1', kind: kind! },
+        resource: { group, version: 'v1', resource: resource! },
+        namespace: '',
+      });
+      expect(ruleMatches(everything, r)).toBe(false);
+      expect(ruleMatches(everything, { ...r, kind: { ...r.kind, group: 'example.com' } })).toBe(
+        true,
+      );
+    }
+  });
+  it('splits a resource pattern at its first slash: "pods/exec/x" is no subresource', () => {
+    const exec = req({
+      kind: { group: '', version: 'v1', kind: 'PodExecOptions' },
+      resource: { group: '', version: 'v1', resource: 'pods' },
+      subResource: 'exec',
+      operation: 'CONNECT',
+    });
+    const connect = { operations: ['CONNECT' as const], apiGroups: [''], apiVersions: ['v1'] };
+    expect(ruleMatches({ ...connect, resources: ['pods/exec'] }, exec)).toBe(true);
+    expect(ruleMatches({ ...connect, resources: ['pods/exec/x'] }, exec)).toBe(false);
+  });
 });
 
 describe('selectorMatches (metav1.LabelSelector)', () => {

@@ -66,6 +66,13 @@ export interface Webhook {
   /** Rendered as the comment above the configuration. */
   description?: string;
   registrations: Registration[];
+  /**
+   * The install registers it before annex runs (its placeholder in manifests/registrations.yaml
+   * keeps the rules, without a caBundle), so until annex answers, every write it matches is
+   * refused by its failurePolicy instead of admitted unseen: for a webhook whose record annex
+   * later trusts (ExternalMetric authors).
+   */
+  enforcedBeforeReady?: boolean;
   admit: Admit;
 }
 
@@ -80,6 +87,13 @@ export type WebhookInit = Omit<Registration, 'name' | 'rules'> & {
   description?: string;
   /** More entries for the same handler (e.g. another failurePolicy for other resources). */
   also?: Registration[];
+  /**
+   * The install registers it before annex runs (its placeholder in manifests/registrations.yaml
+   * keeps the rules, without a caBundle), so until annex answers, every write it matches is
+   * refused by its failurePolicy instead of admitted unseen: for a webhook whose record annex
+   * later trusts (ExternalMetric authors).
+   */
+  enforcedBeforeReady?: boolean;
   admit: Admit;
 };
 
@@ -89,6 +103,7 @@ function declare(type: Webhook['type'], init: WebhookInit): Webhook {
     configuration,
     description,
     also = [],
+    enforcedBeforeReady,
     admit,
     match,
     rules,
@@ -119,6 +134,7 @@ function declare(type: Webhook['type'], init: WebhookInit): Webhook {
       },
       ...also,
     ],
+    ...(enforcedBeforeReady ? { enforcedBeforeReady } : {}),
     admit,
   };
 }
@@ -136,22 +152,42 @@ const has = (list: readonly string[], v: string) => list.includes('*') || list.i
 
 function resourceMatches(patterns: readonly string[], resource: string, sub: string): boolean {
   return patterns.some((p) => {
-    const [pr = '', ps] = p.split('/');
-    if (ps === undefined) return sub === '' && (pr === '*' || pr === resource);
+    // Split at the first slash only, as the API server does ("a/b/c" is a/"b/c").
+    const slash = p.indexOf('/');
+    const [pr, ps] = slash < 0 ? [p, ''] : [p.slice(0, slash), p.slice(slash + 1)];
     return (pr === '*' || pr === resource) && (ps === '*' || ps === sub);
   });
 }
 
+/**
+ * Kinds the API server never sends to webhooks, whatever the rules, so that a broken
+ * webhook or policy can always be repaired (k8s.io/apiserver IsExemptAdmissionConfigurationResource).
+ */
+const NEVER_SENT = new Set([
+  'ValidatingWebhookConfiguration',
+  'MutatingWebhookConfiguration',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+  'MutatingAdmissionPolicy',
+  'MutatingAdmissionPolicyBinding',
+]);
+
+/** Whether the API server sends `req` to a webhook with this rule (k8s.io/apiserver rules.Matcher). */
 export function ruleMatches(rule: RuleWithOperations, req: AdmissionRequest): boolean {
   const r = req.resource;
+  if (req.kind.group === 'admissionregistration.k8s.io' && NEVER_SENT.has(req.kind.kind)) {
+    return false;
+  }
+  // A Namespace is cluster-scoped, though the API server sets `namespace` to its own name.
+  const namespaced =
+    !(r.group === '' && r.version === 'v1' && r.resource === 'namespaces') && !!req.namespace;
   const scope = rule.scope ?? '*';
-  const namespaced = typeof req.namespace === 'string' && req.namespace !== '';
   return (
+    (scope === '*' || (scope === 'Namespaced' ? namespaced : scope === 'Cluster' && !namespaced)) &&
     has(rule.operations, req.operation) &&
     has(rule.apiGroups, r.group) &&
     has(rule.apiVersions, r.version) &&
-    resourceMatches(rule.resources, r.resource, req.subResource ?? '') &&
-    (scope === '*' || (scope === 'Namespaced') === namespaced)
+    resourceMatches(rule.resources, r.resource, req.subResource ?? '')
   );
 }
 

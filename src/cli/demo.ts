@@ -18,6 +18,7 @@ import {
 } from '../devcluster/wire.js';
 import { UserError } from '../errors.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
+import { waitForCondition } from '../devcluster/wait.js';
 import { policyCrd } from '../policy/crd.js';
 import { createLogger } from '../log.js';
 import { builtinFeatures } from '../server/builtins.js';
@@ -95,14 +96,11 @@ export function register(program: Command): void {
       // What `annex manifests` renders for the features this annex runs.
       const objs = renderObjects(declarationsOf(annex.features), serviceRefOf(config));
       await applyObjects(kubectl, pointAtLocalAnnex(objs, annex.port, caBundle));
-      await kubectl([
-        'wait',
-        '--for=condition=Available',
-        'apiservice',
-        '-l',
-        'app.kubernetes.io/name=annex',
-        '--timeout=60s',
-      ]);
+      await waitForCondition(
+        kubectl,
+        ['apiservice', '-l', 'app.kubernetes.io/name=annex'],
+        'Available',
+      );
       // kube-controller-manager's ServiceAccount controller at work: `kubectl run` can now.
       await kubectl([
         'wait',

@@ -122,10 +122,14 @@ export async function waitForRegistration(
       ),
     ]);
     const configs = hooks.flat();
-    // Placeholders (no webhooks, no caBundle) until a ready replica applies the real ones.
+    // Placeholders (no webhooks, or no caBundle) until a ready replica applies the real ones.
     const pending = [
       ...configs
-        .filter((w) => !(w.webhooks ?? []).length)
+        .filter(
+          (w) =>
+            !(w.webhooks ?? []).length ||
+            (w.webhooks as Obj[]).some((h) => !h.clientConfig?.caBundle),
+        )
         .map((w) => `${w.kind.toLowerCase()}/${w.metadata.name}`),
       ...apis.items
         .filter(

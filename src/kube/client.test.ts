@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { opensslSelfSigned } from '../devcluster/pki.js';
+import { lateness } from '../../test/unit/lateness.js';
 import { KubeApiError, KubeClient, KubeUnreachableError, type WatchEvent } from './client.js';
 import { staticToken, type Credential, type CredentialSource } from './credentials.js';
 
@@ -129,11 +130,13 @@ describe('KubeClient.request', () => {
       res.write('{"items": [');
     };
     const k = client(undefined, 300);
+    const late = lateness();
     const started = Date.now();
     await expect(k.get('/half')).rejects.toThrow(
       `the API server at ${k.server} stopped answering for 0.3 s (GET /half)`,
     );
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now() - started - late.ms()).toBeLessThan(2000);
+    late.stop();
     k.close();
   });
 });
@@ -165,11 +168,13 @@ describe('KubeClient against no server', () => {
       { server: `https://127.0.0.1:${port}`, source: 't' },
       { timeoutMs: 300 },
     );
+    const late = lateness();
     const started = Date.now();
     await expect(mute.get('/api')).rejects.toThrow(
       `the API server at https://127.0.0.1:${port} did not answer within 0.3 s (GET /api)`,
     );
-    expect(Date.now() - started).toBeLessThan(2000);
+    expect(Date.now() - started - late.ms()).toBeLessThan(2000);
+    late.stop();
     mute.close();
     sockets.forEach((s) => s.destroy());
     await new Promise((r) => silent.close(r));
@@ -344,14 +349,17 @@ describe('KubeClient.watch', () => {
     );
     while (errors.length === 0) await new Promise((r) => setTimeout(r, 10));
     expect(errors[0]).toBeInstanceOf(KubeUnreachableError);
+    const late = lateness();
     const answeredAt = Date.now();
     await k.get('/ok'); // any answer: the server is back
-    while (watchAt.length < 2 && Date.now() - answeredAt < 3000)
+    while (watchAt.length < 2 && Date.now() - answeredAt < 8000)
       await new Promise((r) => setTimeout(r, 10));
     stop();
     k.close();
     expect(watchAt.length).toBe(2);
-    expect(watchAt[1]! - answeredAt).toBeLessThan(1000); // not the 4–6 s backoff
+    // Not the 4–6 s backoff (this process's timers running late on a busy machine aside).
+    expect(watchAt[1]! - answeredAt - late.ms()).toBeLessThan(1000);
+    late.stop();
   });
 
   it('starts the backoff afresh after a watch that stood for a while', async () => {
@@ -370,6 +378,7 @@ describe('KubeClient.watch', () => {
       json(res, 503, { kind: 'Status', code: 503, reason: 'ServiceUnavailable' });
     };
     const k = client();
+    const late = lateness();
     const stop = k.watch(
       '/w',
       { resourceVersion: '1', backoff: { initialMs: 50, maxMs: 10_000 } },
@@ -381,8 +390,10 @@ describe('KubeClient.watch', () => {
     stop();
     k.close();
     expect(watchAt.length).toBe(5);
-    // Backoffs 50, 100, 200 ms, then the healthy watch; without the reset the gap would be ≥ 320 ms.
-    expect(watchAt[4]! - watchAt[3]! - 1200).toBeLessThan(250);
+    // Backoffs 50, 100, 200 ms, then the healthy watch; without the reset the gap would be
+    // ≥ 320 ms (this process's timers running late on a busy machine aside).
+    expect(watchAt[4]! - watchAt[3]! - 1200 - late.ms()).toBeLessThan(250);
+    late.stop();
   });
 
   it('backs off from the start again once the server that went away answers', async () => {
@@ -403,12 +414,15 @@ describe('KubeClient.watch', () => {
     const deadline = Date.now() + 8000;
     while (watchAt.length < 3 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     await k.get('/ok'); // during the third backoff (~400 ms): the server is back
+    const late = lateness();
     while (watchAt.length < 5 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5));
     stop();
     k.close();
     expect(watchAt.length).toBe(5);
-    // 80–120 ms, not the doubled 640–960 ms the outage had reached.
-    expect(watchAt[4]! - watchAt[3]!).toBeLessThan(400);
+    // 80–120 ms, not the doubled 640–960 ms the outage had reached (this process's timers
+    // running late on a busy machine aside).
+    expect(watchAt[4]! - watchAt[3]! - late.ms()).toBeLessThan(400);
+    late.stop();
   });
 
   it('while the server comes back (503s), 2xx answers cut five backoffs short, then it backs off', async () => {
@@ -422,7 +436,8 @@ describe('KubeClient.watch', () => {
     const k = client();
     const stop = k.watch(
       '/w',
-      { resourceVersion: '1', backoff: { initialMs: 2000, maxMs: 2000 } },
+      // Far longer than the 1.5 s below: a try after the early ones would be a bug, not load.
+      { resourceVersion: '1', backoff: { initialMs: 10_000, maxMs: 10_000 } },
       () => {},
       () => {},
     );

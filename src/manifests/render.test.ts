@@ -31,6 +31,7 @@ describe('the committed registration YAML', () => {
       'apiservice/metrics-annex-dev/apiservice.yaml',
       'apiservice/metrics-k8s-io/apiservice.yaml',
       'webhooks/mutating-defaults.yaml',
+      'webhooks/mutating-externalmetrics.yaml',
       'webhooks/mutating-policies.yaml',
       'webhooks/validating-admissionpolicies.yaml',
       'webhooks/validating-names.yaml',
@@ -44,6 +45,21 @@ describe('the committed registration YAML', () => {
 
   it('manifests/registrations.yaml is the rendering for manifests/config.yaml', async () => {
     expect(readFileSync(join(repo, PLACEHOLDERS_FILE), 'utf8')).toBe(await basePlaceholders());
+  });
+
+  it('placeholders call nothing, except a webhook that must hold before annex answers (no caBundle: it fails)', () => {
+    const placeholders = parseAllDocuments(readFileSync(join(repo, PLACEHOLDERS_FILE), 'utf8'))
+      .map((d) => d.toJS())
+      .filter((o) => o.kind.endsWith('WebhookConfiguration'));
+    const calling = placeholders.filter((o) => o.webhooks.length > 0);
+    expect(calling.map((o) => o.metadata.name)).toEqual(['annex-externalmetrics']);
+    expect(calling[0].webhooks).toEqual([
+      expect.objectContaining({
+        failurePolicy: 'Fail',
+        clientConfig: { service: expect.objectContaining({ path: '/mutate/externalmetrics' }) },
+      }),
+    ]);
+    expect(placeholders.length).toBeGreaterThan(1);
   });
 
   it('every rendered file is part of a kustomization', () => {

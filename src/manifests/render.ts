@@ -232,7 +232,9 @@ export function renderObjects(d: Declarations, service: ServiceRef): Record<stri
 /**
  * The registration objects as the install creates them, before annex runs: webhook
  * configurations with no webhooks (nothing is called) and APIServices without a caBundle
- * (unavailable: only their own group fails, no other request). They exist so that annex
+ * (unavailable: only their own group fails, no other request). A webhook declared
+ * `enforcedBeforeReady` keeps its rules, without a caBundle: the writes it guards fail
+ * (failurePolicy Fail) until annex registers itself. They exist so that annex
  * may apply the real ones with `patch` on exactly these names: server-side apply of an
  * object that does not exist needs `create`, which RBAC cannot limit by name.
  */
@@ -240,7 +242,14 @@ export function renderPlaceholders(
   d: Declarations,
   service: ServiceRef,
 ): Record<string, unknown>[] {
-  return renderObjects(d, service).map((o) => ('webhooks' in o ? { ...o, webhooks: [] } : o));
+  const enforced = new Set(
+    d.webhooks.filter((w) => w.enforcedBeforeReady).map((w) => w.configuration),
+  );
+  return renderObjects(d, service).map((o) =>
+    'webhooks' in o && !enforced.has((o.metadata as { name: string }).name)
+      ? { ...o, webhooks: [] }
+      : o,
+  );
 }
 
 /** manifests/registrations.yaml: the placeholders for the base's own config. */
@@ -250,7 +259,8 @@ export function placeholdersFile(d: Declarations, service: ServiceRef): string {
     [
       'Placeholders for what annex registers itself once ready (registration.apply): no',
       'webhooks, no caBundle, so nothing calls annex before a replica can answer, and annex',
-      'needs only `patch` on these names (rbac.yaml, annex:registration).',
+      'needs only `patch` on these names (rbac.yaml, annex:registration). A webhook that must',
+      'hold from the start keeps its rules without a caBundle: its writes fail until then.',
       'Rendered by `npm run manifests` from the declarations and manifests/config.yaml.',
     ].join('\n'),
     false,

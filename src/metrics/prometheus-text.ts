@@ -16,7 +16,10 @@ export interface Sample {
  * answers garbage), and a body is data, not ours to copy there.
  */
 export class ParseError extends Error {
-  constructor(line: number, message: string) {
+  constructor(
+    readonly line: number,
+    message: string,
+  ) {
     super(`line ${line}: ${message}`);
     this.name = 'ParseError';
   }

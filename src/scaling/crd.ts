@@ -19,6 +19,9 @@ const column = (name: string, type: string, jsonPath: string, description: strin
   jsonPath,
 });
 
+/** A field of the Available condition, as a printer column reads it. */
+const AVAILABLE = (field: string) => `.status.conditions[?(@.type=="Available")].${field}`;
+
 /** The CRD object: namespaced, v1alpha1 served and stored, status subresource. */
 export function metricCrd(): Record<string, unknown> {
   return {
@@ -48,9 +51,18 @@ export function metricCrd(): Record<string, unknown> {
           subresources: { status: {} },
           additionalPrinterColumns: [
             column('Value', 'string', '.status.value', 'The last value read.'),
-            column('Available', 'boolean', '.status.available', 'Served to HPAs now.'),
-            column('Error', 'string', '.status.lastError', 'Why the last read failed.'),
+            column(
+              'Available',
+              'string',
+              AVAILABLE('status'),
+              'Served to HPAs now: True or False.',
+            ),
+            column('Reason', 'string', AVAILABLE('reason'), 'Why it is (not) available.'),
             { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp' },
+            {
+              ...column('Message', 'string', AVAILABLE('message'), 'Why, in words.'),
+              priority: 1,
+            },
           ],
         },
       ],

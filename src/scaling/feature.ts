@@ -1,13 +1,17 @@
 // "Scale on anything" as a Feature: list + watch the ExternalMetrics (re-listing on 410),
 // poll each one's source, write what it read to its status (server-side apply, field
 // manager annex, on changes only), and serve the values to HorizontalPodAutoscalers as
-// external.metrics.k8s.io and custom.metrics.k8s.io.
-import type { KubeClient } from '../kube/client.js';
+// external.metrics.k8s.io and custom.metrics.k8s.io. Its webhook records each metric's
+// author (author.ts); its sources reach only what scaling.allow lists (outbound.ts).
+import { AccessReviewer } from '../apiserver/auth/subject-access-review.js';
+import type { Config } from '../config/load.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../server/feature.js';
+import { AUTHOR_ANNOTATION, authorWebhook } from './author.js';
 import { customMetricsGroup, externalMetricsGroup } from './groups.js';
-import { MetricPoller } from './poller.js';
+import { OutboundPolicy } from './outbound.js';
+import { MetricPoller, type PollContext } from './poller.js';
 import {
   METRIC_GROUP,
   METRIC_KIND,
@@ -26,15 +30,18 @@ export interface ScalingFeature extends Feature {
   readonly pollers: ReadonlyMap<string, MetricPoller>;
 }
 
-export function scalingFeature(): ScalingFeature {
+/** The feature; a UserError names a malformed scaling.allow entry. */
+export function scalingFeature(settings: Pick<Config['scaling'], 'allow'>): ScalingFeature {
+  const outbound = OutboundPolicy.from(settings.allow);
   const pollers = new Map<string, MetricPoller>();
   let stopWatch: (() => void) | undefined;
   let synced = false;
   let lastError = '';
-  let kube: KubeClient | null = null;
+  let ctx: PollContext = { kube: null, outbound, reviewer: null };
   let log: Logger | undefined;
 
   const writeStatus = async (m: ExternalMetric, status: ExternalMetricStatus) => {
+    const kube = ctx.kube;
     if (!kube) return;
     const { namespace, name } = m.metadata;
     const path = `/apis/${METRIC_GROUP}/${METRIC_VERSION}/namespaces/${encodeURIComponent(namespace)}/${METRIC_PLURAL}/${encodeURIComponent(name)}/status`;
@@ -62,16 +69,19 @@ export function scalingFeature(): ScalingFeature {
   const put = (m: ExternalMetric) => {
     const key = keyOf(m);
     const known = pollers.get(key);
-    // Status writes come back as MODIFIED with the same generation: keep polling as is.
+    // Status writes come back as MODIFIED with the same generation: keep polling as is. The
+    // author changes only with the spec, unless written while annex's webhook was not there.
+    const author = (o: ExternalMetric) => o.metadata.annotations?.[AUTHOR_ANNOTATION];
     if (
       known &&
       known.metric.metadata.uid === m.metadata.uid &&
-      known.metric.metadata.generation === m.metadata.generation
+      known.metric.metadata.generation === m.metadata.generation &&
+      author(known.metric) === author(m)
     ) {
       return;
     }
     known?.stop();
-    const poller = new MetricPoller(m, kube, () => {
+    const poller = new MetricPoller(m, ctx, () => {
       const s = poller.status();
       if (s.lastError) log?.warn({ metric: key, error: s.lastError }, 'metric source failed');
       void writeStatus(m, s);
@@ -89,16 +99,17 @@ export function scalingFeature(): ScalingFeature {
     name: 'scaling',
     pollers,
     groups: [externalMetricsGroup(all), customMetricsGroup(all)],
-    start: (ctx) => {
-      if (!ctx.kube) {
+    webhooks: [authorWebhook()],
+    start: (f) => {
+      if (!f.kube) {
         throw new Error(
           'scaling reads ExternalMetrics from an API server: set kube.kubeconfig or run in a cluster',
         );
       }
-      kube = ctx.kube;
-      log = ctx.log;
+      ctx = { kube: f.kube, outbound, reviewer: new AccessReviewer(f.kube) };
+      log = f.log;
       stopWatch = startWatch<ExternalMetric>(
-        ctx.kube,
+        f.kube,
         METRICS_PATH,
         {},
         (e) => {
@@ -113,7 +124,7 @@ export function scalingFeature(): ScalingFeature {
         },
         (err) => {
           lastError = err.message.split('\n')[0]!;
-          ctx.log.warn({ error: lastError }, 'watching ExternalMetrics');
+          f.log.warn({ error: lastError }, 'watching ExternalMetrics');
         },
       );
     },

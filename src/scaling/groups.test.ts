@@ -9,7 +9,8 @@ import { aggregatedApi, requestInfoMiddleware } from '../apiserver/handler.js';
 import { createLogger } from '../log.js';
 import { statusErrors } from '../server/errors.js';
 import { customMetricsGroup, externalMetricsGroup, guessResource } from './groups.js';
-import { MetricPoller } from './poller.js';
+import { OutboundPolicy } from './outbound.js';
+import { MetricPoller, type PollContext } from './poller.js';
 import type { ExternalMetric } from './types.js';
 
 let source: Server;
@@ -17,6 +18,12 @@ let app: Server;
 let base: string;
 const value = '{"depth": 6}';
 const pollers: MetricPoller[] = [];
+// The test source is on loopback: allowed by naming it, as an admin would.
+const local: PollContext = {
+  kube: null,
+  outbound: OutboundPolicy.from({ urls: [], hosts: [], cidrs: ['127.0.0.1/32'] }),
+  reviewer: null,
+};
 
 const metric = (name: string, spec: ExternalMetric['spec'], ns = 'shop'): ExternalMetric => ({
   metadata: { name, namespace: ns, generation: 1 },
@@ -31,21 +38,21 @@ beforeAll(async () => {
   pollers.push(
     new MetricPoller(
       metric('q-jobs', { metricName: 'queue', metricLabels: { queue: 'jobs' }, json: json() }),
-      null,
+      local,
     ),
     new MetricPoller(
       metric('q-mail', { metricName: 'queue', metricLabels: { queue: 'mail' }, json: json() }),
-      null,
+      local,
     ),
-    new MetricPoller(metric('broken', { json: { url: `${url}/bad`, path: '$.depth' } }), null),
-    new MetricPoller(metric('q-other-ns', { metricName: 'queue', json: json() }, 'other'), null),
+    new MetricPoller(metric('broken', { json: { url: `${url}/bad`, path: '$.depth' } }), local),
+    new MetricPoller(metric('q-other-ns', { metricName: 'queue', json: json() }, 'other'), local),
     new MetricPoller(
       metric('web-rps', {
         metricName: 'requests_per_second',
         describedObject: { apiVersion: 'networking.k8s.io/v1', kind: 'Ingress', name: 'web' },
         json: json(),
       }),
-      null,
+      local,
     ),
     new MetricPoller(
       metric('ns-load', {
@@ -53,7 +60,7 @@ beforeAll(async () => {
         describedObject: { apiVersion: 'v1', kind: 'Namespace', name: 'shop' },
         json: json(),
       }),
-      null,
+      local,
     ),
   );
   for (const p of pollers) await p.poll();
@@ -67,6 +74,7 @@ beforeAll(async () => {
   base = `http://127.0.0.1:${(app.address() as AddressInfo).port}`;
 });
 afterAll(() => {
+  for (const p of pollers) p.stop();
   for (const s of [source, app]) {
     s.closeAllConnections();
     s.close();

@@ -2,10 +2,16 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { register } from 'prom-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { MetricPoller, timingOf, toQuantity } from './poller.js';
-import type { ExternalMetric } from './types.js';
+import { OutboundPolicy } from './outbound.js';
+import { MetricPoller, timingOf, toQuantity, type PollContext } from './poller.js';
+import type { ExternalMetric, ExternalMetricStatus } from './types.js';
 
 let body = '{"v": 2}';
+const local: PollContext = {
+  kube: null,
+  outbound: OutboundPolicy.from({ urls: [], hosts: [], cidrs: ['127.0.0.1/32'] }),
+  reviewer: null,
+};
 let server: Server;
 let url: string;
 beforeAll(async () => {
@@ -49,7 +55,7 @@ describe('MetricPoller', () => {
 
   it('serves a value read, reports a failure at once, and recovers', async () => {
     const changes: unknown[] = [];
-    const p = new MetricPoller(metric('ok'), null, (s) => changes.push(s));
+    const p = new MetricPoller(metric('ok'), local, (s) => changes.push(s));
     expect(p.availability()).toEqual({ ok: false, reason: 'not read yet' });
     body = '{"v": 2}';
     await p.poll();
@@ -82,7 +88,7 @@ describe('MetricPoller', () => {
     let now = new Date('2026-01-01T00:00:00Z');
     const p = new MetricPoller(
       metric('stale', { staleAfterSeconds: 10 }),
-      null,
+      local,
       () => {},
       () => now,
     );
@@ -100,12 +106,118 @@ describe('MetricPoller', () => {
   it('times a source out', async () => {
     const p = new MetricPoller(
       metric('slow', { json: { url: `${url}slow`, path: '$.v' }, timeoutSeconds: 0.2 }),
-      null,
+      local,
     );
     await p.poll();
     expect(p.availability()).toMatchObject({
       ok: false,
       reason: expect.stringMatching(/no answer within 0.2s$/),
     });
+  });
+});
+
+describe('MetricPoller status.conditions', () => {
+  const available = (s: ExternalMetricStatus) => s.conditions?.find((c) => c.type === 'Available');
+
+  it('says Available with a reason per failure, and moves lastTransitionTime only when the status flips', async () => {
+    let now = new Date('2026-01-01T00:00:00Z');
+    const changes: ExternalMetricStatus[] = [];
+    const p = new MetricPoller(
+      metric('cond'),
+      local,
+      (s) => changes.push(s),
+      () => now,
+    );
+    body = '{"v": 1}';
+    await p.poll();
+    expect(available(changes.at(-1)!)).toEqual({
+      type: 'Available',
+      status: 'True',
+      reason: 'ValueRead',
+      message: 'the last read succeeded',
+      observedGeneration: 1,
+      lastTransitionTime: '2026-01-01T00:00:00.000Z',
+    });
+    now = new Date('2026-01-01T00:00:05Z');
+    body = '<html>secret</html>';
+    await p.poll();
+    expect(available(changes.at(-1)!)).toMatchObject({
+      status: 'False',
+      reason: 'ParseFailed',
+      message: 'the body is not JSON (at byte 0)',
+      lastTransitionTime: '2026-01-01T00:00:05.000Z',
+    });
+    // Still failing, for another reason: the condition's message changes, its transition time does not.
+    now = new Date('2026-01-01T00:00:10Z');
+    body = '{"w": 1}';
+    await p.poll();
+    expect(available(changes.at(-1)!)).toMatchObject({
+      status: 'False',
+      reason: 'ParseFailed',
+      message: 'JSONPath $.v matches nothing',
+      lastTransitionTime: '2026-01-01T00:00:05.000Z',
+    });
+    expect(JSON.stringify(changes)).not.toContain('secret');
+    p.stop();
+  });
+
+  it('keeps the stored lastTransitionTime across a restart, and refuses an address nothing allows', async () => {
+    const stored: ExternalMetric = {
+      ...metric('meta', { json: { url: 'http://169.254.169.254/latest/meta-data', path: '$.v' } }),
+      status: {
+        conditions: [
+          {
+            type: 'Available',
+            status: 'False',
+            reason: 'SourceRefused',
+            message: 'old text',
+            lastTransitionTime: '2025-12-31T00:00:00.000Z',
+          },
+        ],
+      },
+    };
+    const changes: ExternalMetricStatus[] = [];
+    const p = new MetricPoller(stored, local, (s) => changes.push(s));
+    await p.poll();
+    expect(changes.at(-1)).toMatchObject({ available: false });
+    expect(available(changes.at(-1)!)).toEqual({
+      type: 'Available',
+      status: 'False',
+      reason: 'SourceRefused',
+      message:
+        "GET http://169.254.169.254/latest/meta-data: refused: 169.254.169.254 is link-local (cloud metadata: 169.254.169.254), refused unless annex's scaling.allow names this address",
+      observedGeneration: 1,
+      lastTransitionTime: '2025-12-31T00:00:00.000Z',
+    });
+  });
+
+  it('turns Stale when no read succeeds within staleAfterSeconds, without waiting for one to end', async () => {
+    body = '{"v": 7}';
+    const changes: ExternalMetricStatus[] = [];
+    const p = new MetricPoller(
+      metric('going-stale', { intervalSeconds: 1, staleAfterSeconds: 1 }),
+      local,
+      (s) => changes.push(s),
+    );
+    const stale = new Promise<ExternalMetricStatus>((resolve) => {
+      const check = setInterval(() => {
+        const last = changes.at(-1);
+        if (last && available(last)?.reason === 'Stale') {
+          clearInterval(check);
+          resolve(last);
+        }
+      }, 20);
+    });
+    await p.poll(); // one read, then none: as if every later read hung
+    expect(available(changes.at(-1)!)?.status).toBe('True');
+    const s = await stale;
+    expect(s).toMatchObject({ available: false, value: '7' });
+    expect(s).not.toHaveProperty('lastError');
+    expect(available(s)).toMatchObject({
+      status: 'False',
+      reason: 'Stale',
+      message: 'no value read within staleAfterSeconds (1)',
+    });
+    p.stop();
   });
 });

@@ -2,11 +2,18 @@
 // timeoutSeconds), keep the last value, and say whether it may be served. A metric is
 // available only when its last read succeeded and that read is at most staleAfterSeconds
 // old: a failing or stalled source makes the HPA see an error (FailedGetExternalMetric),
-// never an old number. Failures are counted per source on /metrics.
+// never an old number. status says the same (`available`, condition Available with the
+// reason), also when a value goes stale between reads. Failures are counted per source on
+// /metrics.
 import { Counter } from 'prom-client';
+import type { AccessReviewer } from '../apiserver/auth/subject-access-review.js';
 import { formatDecimalSI } from '../apiserver/quantity.js';
 import type { KubeClient } from '../kube/client.js';
+import { setCondition, type Condition } from '../kube/conditions.js';
+import { countCheck } from './access.js';
+import type { OutboundPolicy } from './outbound.js';
 import {
+  AVAILABLE_REASONS,
   DEFAULT_INTERVAL_SECONDS,
   DEFAULT_STALE_INTERVALS,
   DEFAULT_TIMEOUT_SECONDS,
@@ -39,6 +46,26 @@ export interface Reading {
 
 export type Availability = { ok: true; reading: Reading } | { ok: false; reason: string };
 
+type NotAvailable = (typeof AVAILABLE_REASONS)[number];
+
+/** The Available condition's reason for a failed read. */
+const REASONS: Record<FailureReason, NotAvailable> = {
+  refused: 'SourceRefused',
+  unauthorized: 'Unauthorized',
+  timeout: 'FetchFailed',
+  http: 'FetchFailed',
+  kube: 'FetchFailed',
+  parse: 'ParseFailed',
+};
+
+/** What a poller reads with: the API server, the outbound allow-list, the author check. */
+export interface PollContext {
+  kube: KubeClient | null;
+  outbound: OutboundPolicy;
+  /** Asks whether an author may list what an objects source counts outside its namespace. */
+  reviewer: Pick<AccessReviewer, 'review'> | null;
+}
+
 export interface Timing {
   intervalMs: number;
   timeoutMs: number;
@@ -57,21 +84,27 @@ export function timingOf(spec: ExternalMetric['spec']): Timing {
 export class MetricPoller {
   readonly timing: Timing;
   private reading?: Reading;
-  private error?: { message: string; at: Date };
+  private error?: { message: string; reason: FailureReason; at: Date };
   private timer?: NodeJS.Timeout;
+  private staleTimer?: NodeJS.Timeout;
   private stopped = false;
   private readonly labels: { namespace: string; name: string; source: string };
+  /** The last status view reported to onChange (JSON). */
+  private reported = '';
+  /** As stored, so that lastTransitionTime survives a restart of annex. */
+  private conditions: Condition[];
 
   constructor(
     readonly metric: ExternalMetric,
-    private readonly kube: KubeClient | null,
-    /** Called after each read whose outcome (value, error, availability) changed. */
+    private readonly ctx: PollContext,
+    /** Called whenever the outcome (value, error, availability) changed: after a read, or on going stale. */
     private readonly onChange: (status: ExternalMetricStatus) => void = () => {},
     private readonly now: () => Date = () => new Date(),
   ) {
     this.timing = timingOf(metric.spec);
     const { namespace, name } = metric.metadata;
     this.labels = { namespace, name, source: sourceKind(metric.spec) ?? 'none' };
+    this.conditions = metric.status?.conditions ?? [];
   }
 
   start(): this {
@@ -82,6 +115,7 @@ export class MetricPoller {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.timer);
+    clearTimeout(this.staleTimer);
   }
 
   private async loop(): Promise<void> {
@@ -96,27 +130,56 @@ export class MetricPoller {
 
   /** One read (exported for tests); never throws. */
   async poll(): Promise<void> {
-    const before = JSON.stringify(this.statusView());
     reads.inc(this.labels);
     try {
       const value = await withTimeout(
         readSource(this.metric.spec, {
-          kube: this.kube,
+          kube: this.ctx.kube,
           namespace: this.metric.metadata.namespace,
           timeoutMs: this.timing.timeoutMs,
+          outbound: this.ctx.outbound,
+          mayCount: countCheck(this.ctx.reviewer, this.metric),
         }),
         this.timing.timeoutMs,
       );
       this.reading = { value, quantity: toQuantity(value), at: this.now() };
       this.error = undefined;
+      clearTimeout(this.staleTimer);
+      // The value goes stale with no read to notice it unless something looks then.
+      this.staleTimer = setTimeout(() => this.changed(), this.timing.staleAfterMs + 1);
     } catch (e) {
       const reason: FailureReason = e instanceof SourceError ? e.reason : 'parse';
       failures.inc({ ...this.labels, reason });
-      this.error = { message: (e as Error).message, at: this.now() };
+      this.error = { message: bounded((e as Error).message), reason, at: this.now() };
     }
-    if (this.stopped) return;
-    const status = this.statusView();
-    if (JSON.stringify(status) !== before) this.onChange(status);
+    if (!this.stopped) this.changed();
+  }
+
+  /** Updates the condition, and reports the status if it differs from the last one reported. */
+  private changed(): void {
+    const a = this.availability();
+    const stale = !a.ok && !this.error && this.reading;
+    this.conditions = setCondition(
+      this.conditions,
+      {
+        type: 'Available',
+        status: a.ok ? 'True' : 'False',
+        reason: a.ok ? 'ValueRead' : this.error ? REASONS[this.error.reason] : 'Stale',
+        message: a.ok
+          ? 'the last read succeeded'
+          : stale
+            ? `no value read within staleAfterSeconds (${this.timing.staleAfterMs / 1000})`
+            : a.reason,
+        ...(this.metric.metadata.generation !== undefined
+          ? { observedGeneration: this.metric.metadata.generation }
+          : {}),
+      },
+      this.now(),
+    );
+    const view = JSON.stringify(this.statusView());
+    if (view === this.reported) return;
+    this.reported = view;
+    this.onChange(this.status());
   }
 
   /** The value if it may be served now, else why not. */
@@ -137,10 +200,11 @@ export class MetricPoller {
   statusView(): ExternalMetricStatus {
     const gen = this.metric.metadata.generation;
     return {
-      available: !this.error && this.reading !== undefined,
+      available: this.availability().ok,
       ...(this.reading ? { value: this.reading.quantity } : {}),
       ...(this.error ? { lastError: this.error.message } : {}),
       ...(gen !== undefined ? { observedGeneration: gen } : {}),
+      ...(this.conditions.length ? { conditions: this.conditions } : {}),
     };
   }
 
@@ -153,6 +217,10 @@ export class MetricPoller {
     };
   }
 }
+
+/** Status carries the message twice (lastError, the condition): keep it well within the CRD's bounds. */
+const MAX_MESSAGE = 4096;
+const bounded = (m: string) => (m.length > MAX_MESSAGE ? `${m.slice(0, MAX_MESSAGE - 3)}...` : m);
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
   let timer: NodeJS.Timeout | undefined;

@@ -2,6 +2,7 @@
 // (crd.ts), so the API server refuses a malformed ExternalMetric at `kubectl apply` with a
 // one-line message (the CEL rules below), and poller.ts reads the defaults it declares.
 import type { JsonSchema } from '../apiserver/types.js';
+import { conditionsSchema } from '../kube/conditions.js';
 
 const str = (description: string, extra: JsonSchema = {}): JsonSchema => ({
   type: 'string',
@@ -13,6 +14,15 @@ const stringMap = (description: string): JsonSchema => ({
   description,
   additionalProperties: { type: 'string' },
 });
+
+/** Why a metric is not Available (status.conditions), by the failure's kind. */
+export const AVAILABLE_REASONS = [
+  'SourceRefused',
+  'Unauthorized',
+  'FetchFailed',
+  'ParseFailed',
+  'Stale',
+] as const;
 
 export const DEFAULT_INTERVAL_SECONDS = 15;
 export const DEFAULT_TIMEOUT_SECONDS = 5;
@@ -82,7 +92,10 @@ export const metricSpecSchema: JsonSchema = {
       properties: {
         apiVersion: str('v1, batch/v1…'),
         resource: str('Plural resource: pods, jobs…', { pattern: '^[a-z0-9.-]+$' }),
-        namespace: str('Default: the ExternalMetric\'s namespace; "*" counts in every namespace.'),
+        namespace: str(
+          'Default: the ExternalMetric\'s namespace. Another namespace, or "*" for every namespace, is counted only if the user who wrote this spec may list these objects there (annex records the author at admission and asks the API server).',
+          { pattern: '^(\\*|[a-z0-9]([-a-z0-9]*[a-z0-9])?)$', maxLength: 63 },
+        ),
         labelSelector: str('A label selector, as kubectl -l takes it.'),
         fieldSelector: str('A field selector, as kubectl --field-selector takes it.'),
       },
@@ -129,9 +142,12 @@ export const metricStatusSchema: JsonSchema = {
       { format: 'date-time' },
     ),
     available: { type: 'boolean', description: 'Served to HPAs now.' },
-    lastError: str('Why the last read failed, if it did.'),
+    lastError: str('Why the last read failed, if it did (never text the source sent).'),
     lastErrorTime: str('When it failed.', { format: 'date-time' }),
     observedGeneration: { type: 'integer', description: 'The spec generation read.' },
+    conditions: conditionsSchema(
+      `Available: True when a value is served to HPAs; False with reason ${AVAILABLE_REASONS.join(', ')}.`,
+    ),
   },
 };
 

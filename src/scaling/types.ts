@@ -2,6 +2,7 @@
 // serves to HorizontalPodAutoscalers, as external.metrics.k8s.io or, with
 // `describedObject`, as an object metric of custom.metrics.k8s.io.
 import type { KubeObject } from '../apiserver/types.js';
+import type { Condition } from '../kube/conditions.js';
 
 export const METRIC_GROUP = 'metrics.annex.dev';
 export const METRIC_VERSION = 'v1alpha1';
@@ -32,7 +33,10 @@ export interface ObjectsSource {
   apiVersion: string;
   /** Plural: `jobs`, `pods`. */
   resource: string;
-  /** Default: the ExternalMetric's namespace; `*` counts in every namespace. */
+  /**
+   * Default: the ExternalMetric's namespace; another one, or `*` for every namespace, only
+   * if the ExternalMetric's author may list these objects there (access.ts).
+   */
   namespace?: string;
   labelSelector?: string;
   fieldSelector?: string;
@@ -68,6 +72,8 @@ export interface ExternalMetricStatus {
   lastError?: string;
   lastErrorTime?: string;
   observedGeneration?: number;
+  /** `Available`: served to HPAs now, or why not (reason SourceRefused, Unauthorized…). */
+  conditions?: Condition[];
 }
 
 export type ExternalMetric = KubeObject & {

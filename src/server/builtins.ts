@@ -13,6 +13,6 @@ export function builtinFeatures(config: Config): Feature[] {
   if (config.admission.defaults.enabled) features.push(defaultsFeature(config.admission.defaults));
   if (config.metrics.enabled) features.push(metricsFeature(config.metrics));
   if (config.policy.enabled) features.push(policyFeature(config));
-  if (config.scaling.enabled) features.push(scalingFeature());
+  if (config.scaling.enabled) features.push(scalingFeature(config.scaling));
   return features;
 }

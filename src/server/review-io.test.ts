@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { OverrunError, within, type Budget } from './review-io.js';
+import { budgetMs, OverrunError, within, type Budget } from './review-io.js';
 
 describe('within: the budget a review handler runs in', () => {
   it("gives synchronous work the deadline on performance.now()'s clock, and arms no timer", async () => {
@@ -40,5 +40,30 @@ describe('within: the budget a review handler runs in', () => {
     });
     expect(out).toBe(42);
     expect(seen!.signal.aborted).toBe(false);
+  });
+
+  it('ends the budget `budget` ms after the review arrived, not after it was read', async () => {
+    const arrived = performance.now() - 400; // reading and parsing it took 400 ms
+    expect(await within(1000, (b) => b.deadline, arrived)).toBe(arrived + 1000);
+    let signal: AbortSignal | undefined;
+    const spent = within(
+      750,
+      (b) => {
+        signal = b.signal;
+        return new Promise(() => {});
+      },
+      performance.now() - 750,
+    );
+    await expect(spent).rejects.toEqual(new OverrunError(750));
+    expect(signal?.aborted).toBe(true);
+  });
+});
+
+describe('budgetMs', () => {
+  it('reads ?timeout= as the API server writes it, less a margin', () => {
+    expect(budgetMs('10s')).toBe(9750);
+    expect(budgetMs('1s')).toBe(750);
+    expect(budgetMs(undefined, 5000)).toBe(4750);
+    expect(budgetMs('0s')).toBe(50);
   });
 });

@@ -165,20 +165,30 @@ export interface Budget {
 }
 
 /**
- * Runs `work` (sync or async) within the budget; its signal aborts when the budget ends,
- * and an overrun rejects with OverrunError, whatever the work does afterwards. Only
- * asynchronous work arms a timer: a synchronous result cannot be interrupted, and is
- * answered as it returns (the timer could never have fired before it).
+ * Runs `work` (sync or async) within the budget, counted from `since` (performance.now()
+ * ms: when the review arrived, so that reading and parsing a large one, slow on a busy
+ * machine, spend it too); its signal aborts when the budget ends, and an overrun rejects
+ * with OverrunError, whatever the work does afterwards. Only asynchronous work arms a
+ * timer: a synchronous result cannot be interrupted, and is answered as it returns (the
+ * timer could never have fired before it).
  */
-export async function within<T>(budget: number, work: (b: Budget) => T | Promise<T>): Promise<T> {
+export async function within<T>(
+  budget: number,
+  work: (b: Budget) => T | Promise<T>,
+  since = performance.now(),
+): Promise<T> {
   const ac = new AbortController();
-  const result = work({ signal: ac.signal, deadline: performance.now() + budget });
+  const deadline = since + budget;
+  const result = work({ signal: ac.signal, deadline });
   if (!isThenable(result)) return result;
   return new Promise<T>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      ac.abort();
-      reject(new OverrunError(budget));
-    }, budget);
+    const timer = setTimeout(
+      () => {
+        ac.abort();
+        reject(new OverrunError(budget));
+      },
+      Math.max(0, deadline - performance.now()),
+    );
     result.then(
       (value) => {
         clearTimeout(timer);

@@ -13,7 +13,7 @@ import type { Feature } from '../../src/server/feature.js';
 import { startAnnex, type Annex } from '../../src/server/start.js';
 import * as wire from '../../src/devcluster/wire.js';
 import { ANNEX_NAMESPACE, ANNEX_SERVICE } from '../../src/devcluster/wire.js';
-import { cluster, kubectlOk } from './harness.js';
+import { cluster, kubectlOk, waitForCondition } from './harness.js';
 
 export interface TestAnnex {
   annex: Annex;
@@ -80,11 +80,7 @@ export async function deleteObjects(objs: any[]): Promise<void> {
 /** The repo's AdmissionPolicy CRD, applied and Established. */
 export async function installPolicyCrd(): Promise<void> {
   await applyObjects(repoManifest('manifests/crds/admissionpolicies.yaml'));
-  await kubectlOk([
-    'wait',
-    '--for=condition=Established',
-    'crd/admissionpolicies.policy.annex.dev',
-  ]);
+  await waitForCondition(['crd/admissionpolicies.policy.annex.dev'], 'Established');
 }
 
 /** Registers the APIServices of a repo YAML file at a test annex and waits until each is Available. */
@@ -92,14 +88,10 @@ export async function registerApiServices(path: string, annex: TestAnnex): Promi
   await ensureAnnexService();
   const objs = pointAtTestAnnex(repoManifest(path), annex.port, annex.caBundle);
   await applyObjects(objs);
-  for (const o of objs) {
-    await kubectlOk([
-      'wait',
-      '--for=condition=Available',
-      `apiservice/${o.metadata.name}`,
-      '--timeout=60s',
-    ]);
-  }
+  await waitForCondition(
+    objs.map((o) => `apiservice/${o.metadata.name}`),
+    'Available',
+  );
   return objs;
 }
 

@@ -7,6 +7,8 @@ import { readFileSync, statSync } from 'node:fs';
 import { inject, describe } from 'vitest';
 import { parse } from 'yaml';
 import type { ClusterInfo } from './control-plane.js';
+import { waitForCondition as waitFor } from '../../src/devcluster/wait.js';
+import type { Kubectl } from '../../src/devcluster/wire.js';
 
 export type { ClusterInfo } from './control-plane.js';
 
@@ -67,11 +69,26 @@ export function kubectl(
 /** kubectl that must succeed; returns stdout. */
 export async function kubectlOk(
   args: string[],
-  opts: { as?: Identity; input?: string } = {},
+  opts: { as?: Identity; input?: string; timeoutMs?: number } = {},
 ): Promise<string> {
   const r = await kubectl(args, opts);
   if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')} failed (${r.code}): ${r.stderr}`);
   return r.stdout;
+}
+
+/**
+ * Waits until `targets` (`crd/x`, or `apiservice -l app=y`) have condition `condition` True,
+ * tolerating objects that do not exist or have no conditions yet (src/devcluster/wait.ts).
+ */
+export function waitForCondition(
+  targets: string[],
+  condition: string,
+  opts: { as?: Identity; timeoutMs?: number } = {},
+): Promise<string> {
+  const timeoutMs = opts.timeoutMs ?? 60_000;
+  // The process limit only stops a kubectl that outlives its own --timeout.
+  const run: Kubectl = (args) => kubectlOk(args, { ...opts, timeoutMs: timeoutMs + 30_000 });
+  return waitFor(run, targets, condition, timeoutMs);
 }
 
 /** A fresh namespace with its `default` ServiceAccount (no controller-manager makes it). */

@@ -26,6 +26,7 @@ import {
   describeCluster,
   kubectl,
   kubectlOk,
+  waitForCondition,
   type ClusterInfo,
 } from '../cluster/harness.js';
 import { eventually } from '../cluster/kubelet.js';
@@ -141,12 +142,7 @@ describeCluster('admission callers: only the API server feeds decisions', (c: Cl
       namespace: ns,
     });
     await applyObjects(registered);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Available',
-      'apiservice/v1alpha1.audit.annex.dev',
-      '--timeout=60s',
-    ]);
+    await waitForCondition(['apiservice/v1alpha1.audit.annex.dev'], 'Available');
     await eventually(async () => {
       const r = await apiRequest('POST', `/apis/apps/v1/namespaces/${ns}/deployments?dryRun=All`, {
         body: deployment('probe.dots'),

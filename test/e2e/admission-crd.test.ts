@@ -10,7 +10,13 @@ import {
   startTestAnnex,
   type TestAnnex,
 } from '../cluster/annex.js';
-import { createNamespace, describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
+import {
+  createNamespace,
+  describeCluster,
+  kubectl,
+  kubectlOk,
+  waitForCondition,
+} from '../cluster/harness.js';
 
 const crd = {
   apiVersion: 'apiextensions.k8s.io/v1',
@@ -51,12 +57,7 @@ describeCluster('defaults for pod templates in custom resources', () => {
 
   beforeAll(async () => {
     await applyObjects([crd]);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Established',
-      'crd/workers.demo.annex.dev',
-      '--timeout=30s',
-    ]);
+    await waitForCondition(['crd/workers.demo.annex.dev'], 'Established');
     annex = await startTestAnnex();
     await ensureAnnexService();
     configs = pointAtTestAnnex(

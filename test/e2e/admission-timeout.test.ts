@@ -186,7 +186,7 @@ describeCluster('annex answers within ?timeout= even when a policy is slow', (c:
       if (r.status === 400 || r.status === 422) break;
       await new Promise((res) => setTimeout(res, 250));
     }
-  }, 120_000);
+  }, 180_000);
 
   afterAll(async () => {
     await kubectl(['delete', 'admissionpolicies', 'slow-fail', 'slow-ignore', 'backtracking']);

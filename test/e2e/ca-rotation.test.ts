@@ -23,6 +23,7 @@ import {
   describeCluster,
   kubectl,
   kubectlOk,
+  waitForCondition,
 } from '../cluster/harness.js';
 import { eventually } from '../cluster/pod.js';
 
@@ -195,19 +196,7 @@ describeCluster('one CA for two replicas: rotation and rollout under load', (c) 
       'both replicas to serve',
     );
     // Registered by the replicas once ready (metrics: after two samples).
-    await eventually(
-      async () =>
-        (
-          await kubectl([
-            'wait',
-            '--for=condition=Available',
-            'apiservice/v1beta1.metrics.annex.dev',
-            '--timeout=5s',
-          ])
-        ).code === 0,
-      60_000,
-      'the APIService to be Available',
-    );
+    await waitForCondition(['apiservice/v1beta1.metrics.annex.dev'], 'Available');
   });
   afterAll(async () => {
     for (const r of [...replicas]) await stopReplica(r);

@@ -17,6 +17,7 @@ import {
   describeCluster,
   kubectl,
   kubectlOk,
+  waitForCondition,
   type ClusterInfo,
 } from '../cluster/harness.js';
 
@@ -127,7 +128,7 @@ async function availableCondition(name: string): Promise<Condition | undefined> 
 }
 
 /** Polls the Available condition until `done` holds; returns the last one seen. */
-async function waitForCondition(
+async function availableWhen(
   name: string,
   done: (c: Condition | undefined) => boolean,
   timeoutMs = 60_000,
@@ -200,12 +201,7 @@ describeCluster('TLS certificates against the real API server', (c: ClusterInfo)
     await create(
       apiService('tiny.certs.annex.dev', good.port, Buffer.from(goodCa).toString('base64')),
     );
-    const waited = await kubectl(
-      ['wait', '--for=condition=Available', `apiservice/${name}`, '--timeout=60s'],
-      { timeoutMs: 70_000 },
-    );
-    expect(waited.code).toBe(0);
-    expect(waited.stdout).toContain('condition met');
+    expect(await waitForCondition([`apiservice/${name}`], 'Available')).toContain('condition met');
     const cond = await availableCondition(name);
     expect(cond).toMatchObject({ status: 'True', reason: 'Passed' });
     // The probe reached the server over verified TLS.
@@ -224,7 +220,7 @@ describeCluster('TLS certificates against the real API server', (c: ClusterInfo)
     await create(
       apiService('nosvc.certs.annex.dev', noSvc.port, Buffer.from(noSvcCa).toString('base64')),
     );
-    const cond = await waitForCondition(name, (k) => !!k?.message?.includes('x509'));
+    const cond = await availableWhen(name, (k) => !!k?.message?.includes('x509'));
     expect(cond).toMatchObject({ status: 'False', reason: 'FailedDiscoveryCheck' });
     // Go's HostnameError lists the certificate's DNS SANs in their order, then the name wanted.
     expect(cond!.message).toContain(
@@ -239,11 +235,9 @@ describeCluster('TLS certificates against the real API server', (c: ClusterInfo)
     expect(noSvc.handshakeErrors.length).toBeGreaterThan(0);
     expect(noSvc.handshakeErrors[0]).toMatch(/alert bad certificate/);
     expect(noSvc.requests).toEqual([]);
-    const waited = await kubectl(
-      ['wait', '--for=condition=Available', `apiservice/${name}`, '--timeout=5s'],
-      { timeoutMs: 15_000 },
-    );
-    expect(waited.code).not.toBe(0);
+    await expect(
+      waitForCondition([`apiservice/${name}`], 'Available', { timeoutMs: 5_000 }),
+    ).rejects.toThrow(/timed out waiting for the condition/);
     expect((await availableCondition(name))?.status).toBe('False');
     const raw = await kubectl(['get', '--raw', '/apis/nosvc.certs.annex.dev/v1']);
     expect(raw.code).not.toBe(0);
@@ -304,7 +298,7 @@ describeCluster('TLS certificates against the real API server', (c: ClusterInfo)
     const apiName = 'v1.inject.certs.annex.dev';
     // Without a caBundle the probe trusts only the system roots.
     await create(apiService('inject.certs.annex.dev', good.port));
-    const before = await waitForCondition(apiName, (k) => !!k?.message?.includes('x509'));
+    const before = await availableWhen(apiName, (k) => !!k?.message?.includes('x509'));
     expect(before).toMatchObject({ status: 'False', reason: 'FailedDiscoveryCheck' });
     expect(before!.message).toContain(
       'tls: failed to verify certificate: x509: certificate signed by unknown authority',
@@ -386,11 +380,7 @@ describeCluster('TLS certificates against the real API server', (c: ClusterInfo)
     expect(again.stderr).toMatch(/^unchanged apiservice /);
     expect(again.stderr).not.toMatch(/patched/);
 
-    const waited = await kubectl(
-      ['wait', '--for=condition=Available', `apiservice/${apiName}`, '--timeout=60s'],
-      { timeoutMs: 70_000 },
-    );
-    expect(waited.code).toBe(0);
+    await waitForCondition([`apiservice/${apiName}`], 'Available');
     expect(await availableCondition(apiName)).toMatchObject({ status: 'True', reason: 'Passed' });
   });
 

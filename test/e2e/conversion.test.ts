@@ -24,7 +24,13 @@ import {
 import { expectOneLineError, runCli } from '../cluster/cli.js';
 import { freePort } from '../cluster/control-plane.js';
 import { storedCustomResources } from '../cluster/etcd.js';
-import { createNamespace, describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
+import {
+  createNamespace,
+  describeCluster,
+  kubectl,
+  kubectlOk,
+  waitForCondition,
+} from '../cluster/harness.js';
 import { eventually } from '../cluster/kubelet.js';
 
 const CRD = 'crontabs.example.com';
@@ -106,7 +112,7 @@ describeCluster('CRD conversion and storage-version migration (the seed’s Cron
 
   it('before: with strategy None (the seed’s CRD), a time written through v1 is never stored', async () => {
     await kubectlOk(['apply', '-f', '-'], { input: SEED_CRD });
-    await kubectlOk(['wait', '--for=condition=Established', `crd/${CRD}`, '--timeout=30s']);
+    await waitForCondition([`crd/${CRD}`], 'Established');
     await eventually(() =>
       kubectlOk(['create', '-f', '-'], {
         input: crontabYaml('v1', 'lost', { host: 'db', port: '5432', time: '02:00' }),

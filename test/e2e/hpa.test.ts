@@ -10,6 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ControlPlane, type ClusterInfo } from '../../src/devcluster/control-plane.js';
+import { waitForCondition } from '../../src/devcluster/wait.js';
 import * as wire from '../../src/devcluster/wire.js';
 import { KubeClient } from '../../src/kube/client.js';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.js';
@@ -96,17 +97,13 @@ describeCluster(
       await new Promise<void>((r) => source.listen(0, '127.0.0.1', r));
       url = `http://127.0.0.1:${(source.address() as AddressInfo).port}`;
       await wire.applyObjects(run, wire.repoManifest('manifests/crds/externalmetrics.yaml'));
-      await k([
-        'wait',
-        '--for=condition=Established',
-        'crd/externalmetrics.metrics.annex.dev',
-        '--timeout=30s',
-      ]);
+      await waitForCondition(run, ['crd/externalmetrics.metrics.annex.dev'], 'Established');
       annex = await startTestAnnex({
         kube: { kubeconfig: c.adminKubeconfig },
         metrics: { enabled: false },
         admission: { names: { enabled: false }, defaults: { enabled: false } } as never,
-        scaling: { enabled: true },
+        // The admin allows the test's source by its loopback address (refused otherwise).
+        scaling: { enabled: true, allow: { urls: [`${url}/`], hosts: [], cidrs: [] } },
       });
       await wire.ensureAnnexService(run);
       const apiservices = ['external-metrics-k8s-io', 'custom-metrics-k8s-io'].flatMap((g) =>
@@ -169,14 +166,11 @@ describeCluster(
           json: { url: `${url}/bad`, path: '$.n' },
         }),
       ]);
-      for (const a of apiservices) {
-        await k([
-          'wait',
-          '--for=condition=Available',
-          `apiservice/${a.metadata.name}`,
-          '--timeout=30s',
-        ]);
-      }
+      await waitForCondition(
+        run,
+        apiservices.map((a) => `apiservice/${a.metadata.name}`),
+        'Available',
+      );
       // HPAs only once annex serves their metrics: one made earlier records a first
       // FailedGet…Metric (the metric not seen by annex yet), which describe would show.
       await eventually(() =>
@@ -356,7 +350,7 @@ describeCluster(
       }, 30_000);
       const active = hpa.status.conditions.find((x: any) => x.type === 'ScalingActive');
       expect(active.message).toMatch(
-        /metric mail_queue is unavailable \(ExternalMetric shop\/mail-queue\): the body is not JSON/,
+        /metric mail_queue is unavailable \(ExternalMetric shop\/mail-queue\): the body is not JSON \(at byte 0\)$/,
       );
       const describe = await k(['describe', 'hpa', 'mailer', '-n', ns]);
       console.error(`--- kubectl describe hpa mailer (garbage source)\n${describe}`);

@@ -10,7 +10,7 @@ import { renderBundle } from '../../src/install/bundle.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
 import { builtinFeatures } from '../../src/server/builtins.js';
 import { ensureAnnexService } from '../cluster/annex.js';
-import { describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
+import { describeCluster, kubectl, kubectlOk, waitForCondition } from '../cluster/harness.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 
@@ -49,9 +49,15 @@ describeCluster('manifests/ (kustomize base)', () => {
       'CustomResourceDefinition/admissionpolicies.policy.annex.dev': '',
     });
     // Registration follows readiness: kubectl creates placeholders only — no webhook to
-    // call, no caBundle; annex applies the real objects once ready.
-    for (const o of objs.filter((o) => o.kind.endsWith('WebhookConfiguration')))
-      expect(o.webhooks).toEqual([]);
+    // call, no caBundle; annex applies the real objects once ready. One webhook must hold
+    // from the start (ExternalMetric authors): without a caBundle its writes fail until then.
+    for (const o of objs.filter((o) => o.kind.endsWith('WebhookConfiguration'))) {
+      if (o.metadata.name === 'annex-externalmetrics') {
+        expect(o.webhooks).toHaveLength(1);
+        expect(o.webhooks[0].failurePolicy).toBe('Fail');
+        expect(o.webhooks[0].clientConfig).not.toHaveProperty('caBundle');
+      } else expect(o.webhooks).toEqual([]);
+    }
     for (const o of objs.filter((o) => o.kind === 'APIService'))
       expect(o.spec).not.toHaveProperty('caBundle');
     for (const o of objs)
@@ -135,12 +141,10 @@ describeCluster('manifests/ (kustomize base)', () => {
     // can-i resolves a custom resource through discovery: the CRD must be served.
     await kubectlOk(['apply', '-f', join(dir, 'manifests', 'crds', 'admissionpolicies.yaml')]);
     await kubectlOk(['apply', '-f', join(dir, 'manifests', 'crds', 'externalmetrics.yaml')]);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Established',
-      'crd/admissionpolicies.policy.annex.dev',
-      'crd/externalmetrics.metrics.annex.dev',
-    ]);
+    await waitForCondition(
+      ['crd/admissionpolicies.policy.annex.dev', 'crd/externalmetrics.metrics.annex.dev'],
+      'Established',
+    );
     const sa = '--as=system:serviceaccount:annex-system:annex';
     const can = async (...args: string[]) =>
       (await kubectl(['auth', 'can-i', ...args, sa])).stdout.trim();
@@ -263,7 +267,7 @@ describeCluster('manifests/ (kustomize base)', () => {
       expect(lines).toContain(
         'apiservice.apiregistration.k8s.io/v1beta2.custom.metrics.k8s.io created (server dry run)',
       );
-      expect(lines).toHaveLength(38);
+      expect(lines).toHaveLength(39);
     } finally {
       await ensureAnnexService();
     }

@@ -26,6 +26,7 @@ import {
   describeCluster,
   kubectl,
   kubectlOk,
+  waitForCondition,
   type ClusterInfo,
 } from '../cluster/harness.js';
 import { eventually } from '../cluster/kubelet.js';
@@ -100,11 +101,7 @@ describeCluster('no Secret value in any log', (c: ClusterInfo) => {
     }
     ns = await createNamespace('leak');
     await kubectlOk(['apply', '-f', join(repo, 'manifests/crds/admissionpolicies.yaml')]);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Established',
-      'crd/admissionpolicies.policy.annex.dev',
-    ]);
+    await waitForCondition(['crd/admissionpolicies.policy.annex.dev'], 'Established');
     annex = await startTestAnnex(
       {
         metrics: { enabled: false },
@@ -124,12 +121,7 @@ describeCluster('no Secret value in any log', (c: ClusterInfo) => {
     ];
     await ensureAnnexService();
     await applyObjects(registered);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Available',
-      'apiservice/v1alpha1.audit.annex.dev',
-      '--timeout=60s',
-    ]);
+    await waitForCondition(['apiservice/v1alpha1.audit.annex.dev'], 'Available');
     await applyObjects([
       policy('no-token', {
         match: { kinds: ['Secret'] },

@@ -10,7 +10,7 @@ import {
   startTestAnnex,
   type TestAnnex,
 } from '../cluster/annex.js';
-import { describeCluster, kubectlOk } from '../cluster/harness.js';
+import { describeCluster, kubectlOk, waitForCondition } from '../cluster/harness.js';
 import { freePort } from '../cluster/control-plane.js';
 
 describeCluster('tls.inject: annex injects its own caBundle', () => {
@@ -71,11 +71,6 @@ describeCluster('tls.inject: annex injects its own caBundle', () => {
       await kubectlOk(['get', 'validatingwebhookconfiguration', 'annex-names', '-o', 'json']),
     );
     expect(hook.webhooks[0].clientConfig.caBundle).toBe(annex.caBundle);
-    await kubectlOk([
-      'wait',
-      '--for=condition=Available',
-      'apiservice/v1beta1.metrics.annex.dev',
-      '--timeout=60s',
-    ]);
+    await waitForCondition(['apiservice/v1beta1.metrics.annex.dev'], 'Available');
   });
 });

@@ -7,7 +7,7 @@ import { fork } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { kubectlOk } from '../cluster/harness.js';
+import { kubectlOk, waitForCondition } from '../cluster/harness.js';
 import type { ClusterInfo } from '../cluster/control-plane.js';
 import {
   applyObjects,
@@ -24,6 +24,8 @@ export interface SoakOptions {
   seconds: number;
   /** Webhook requests per second (open loop). */
   rate: number;
+  /** Run at less than `rate` where a probe shows this machine cannot sustain it now. */
+  scaleToMachine?: boolean;
   connections: number;
   windowSeconds: number;
   warmupSeconds: number;
@@ -87,6 +89,30 @@ export function runLoadProcess(
   });
 }
 
+const PROBE_MS = 3000;
+/** Achieved at least this share of the rate asked: it kept up. */
+const KEPT_UP = 0.9;
+
+/**
+ * The webhook rate this machine sustains now, measured in the same run: a short open-loop
+ * probe at the rate asked. Where it kept up, that rate; where the machine is too busy (a CI
+ * neighbour, other work on a shared host), half what annex achieved. The soak and the
+ * shutdown test claim zero errors, a clean drain and flat memory at a rate the machine
+ * sustains; the machine's speed is the benchmark's business (bench/).
+ */
+export async function sustainableRate(
+  load: Record<string, unknown> & { rate: number },
+  log: (line: string) => void,
+): Promise<number> {
+  const probe = await runLoadProcess({ ...load, durationMs: PROBE_MS, windowMs: PROBE_MS });
+  const achieved = probe.ok / probe.seconds;
+  const rate = achieved >= KEPT_UP * load.rate ? load.rate : Math.max(1, Math.floor(achieved / 2));
+  log(
+    `capacity probe: ${achieved.toFixed(0)} req/s achieved of ${load.rate} asked: running at ${rate} req/s`,
+  );
+  return rate;
+}
+
 export async function runSoak(c: ClusterInfo, o: SoakOptions, log: (line: string) => void) {
   const dir = mkdtempSync(join(tmpdir(), 'annex-soak-'));
   const annex = await startAnnexProcess(c, dir, 'soak', {
@@ -97,18 +123,24 @@ export async function runSoak(c: ClusterInfo, o: SoakOptions, log: (line: string
   try {
     await ensureAnnexService();
     await applyObjects(apiservices);
-    for (const a of apiservices)
-      await kubectlOk([
-        'wait',
-        '--for=condition=Available',
-        `apiservice/${a.metadata.name}`,
-        '--timeout=60s',
-      ]);
+    await waitForCondition(
+      apiservices.map((a) => `apiservice/${a.metadata.name}`),
+      'Available',
+    );
     const watches = openWatches(c, o.watches);
     for (let i = 0; i < 300 && watches.states.some((s) => s.events === 0); i++)
       await new Promise((r) => setTimeout(r, 100));
     const opened = watches.states.filter((s) => s.status === 200 && s.events > 0).length;
     log(`annex pid ${annex.pid} on :${annex.port}; ${opened}/${o.watches} watches open`);
+
+    const generator = {
+      targets: [{ host: '127.0.0.1', port: annex.port }],
+      ca: annex.ca,
+      connections: o.connections,
+      rate: o.rate,
+      templates: soakTemplates(o.reviewBytes),
+    };
+    const rate = o.scaleToMachine ? await sustainableRate(generator, log) : o.rate;
 
     const heap = heapProbe(c, annex.port, annex.ca);
     log(`annex heap before load: ${(await heap()).toFixed(1)} MB`);
@@ -117,15 +149,7 @@ export async function runSoak(c: ClusterInfo, o: SoakOptions, log: (line: string
     const cpu0 = cpuSeconds(annex.pid);
     const loadStart = (Date.now() - annex.spawnedAt) / 1000;
     const load = await runLoadProcess(
-      {
-        targets: [{ host: '127.0.0.1', port: annex.port }],
-        ca: annex.ca,
-        connections: o.connections,
-        rate: o.rate,
-        durationMs: o.seconds * 1000,
-        windowMs: o.windowSeconds * 1000,
-        templates: soakTemplates(o.reviewBytes),
-      },
+      { ...generator, rate, durationMs: o.seconds * 1000, windowMs: o.windowSeconds * 1000 },
       (w) =>
         log(
           `window ${w.index}: ${w.ok} ok, ${w.errors} errors, p50 ${w.p50.toFixed(1)} ms, p99 ${w.p99.toFixed(1)} ms, backlog ≤ ${w.maxBacklog}, load ${loadavg()[0]!.toFixed(1)}`,
@@ -155,6 +179,7 @@ export async function runSoak(c: ClusterInfo, o: SoakOptions, log: (line: string
       },
       warnings: await warnings(annex.logFile),
       options: o,
+      rate,
       annexPid: annex.pid,
       opened,
       load,

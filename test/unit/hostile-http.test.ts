@@ -11,8 +11,10 @@ import {
   closedWithin,
   h2Connect,
   h2Request,
+  median,
   opened,
   readResponse,
+  servedAsUsual,
   sleep,
   start,
   tlsConnect,
@@ -23,7 +25,6 @@ useHostileServer();
 
 const MiB = 1024 * 1024;
 const rssMiB = () => process.memoryUsage().rss / MiB;
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
 
 /** Latencies of `n` GET /livez on a session of its own, one after another. */
 async function probeLatencies(l: Listening, n: number): Promise<number[]> {
@@ -108,7 +109,7 @@ describe('slow loris', () => {
         `slow loris: 200 cut within ${cutAfter.toFixed(0)} ms (requestTimeout 2 s); /livez p50 ${median(quiet).toFixed(1)} ms quiet, ${median(loaded).toFixed(1)} ms during`,
       );
       expect(closed.every(Boolean)).toBe(true);
-      expect(median(loaded)).toBeLessThan(100);
+      expect(median(loaded)).toBeLessThan(servedAsUsual(quiet));
     } finally {
       clearInterval(drip);
     }
@@ -155,6 +156,7 @@ const IDLE = Number(process.env.ANNEX_IDLE_CONNECTIONS ?? 500);
 describe('thousands of idle connections', () => {
   it(`holds ${IDLE}, serves a newcomer at once, and closes them all on close()`, async () => {
     const l = await start({ requestTimeoutSeconds: 300, handshakeTimeoutSeconds: 300 });
+    const quiet = await probeLatencies(l, 10);
     global.gc?.();
     const before = rssMiB();
     const n = IDLE;
@@ -175,7 +177,7 @@ describe('thousands of idle connections', () => {
       `idle: ${held} connections held (opened in ${openMs.toFixed(0)} ms), ~${perConn.toFixed(0)} KiB RSS each (both ends in one process); newcomer /livez p50 ${median(latencies).toFixed(1)} ms`,
     );
     expect(held).toBeGreaterThanOrEqual(n);
-    expect(median(latencies)).toBeLessThan(100);
+    expect(median(latencies)).toBeLessThan(servedAsUsual(quiet));
     // (requestTimeout closing never-used connections is hostile.test.ts's; here, the drain.)
     const t1 = performance.now();
     const closing = l.close();
@@ -242,7 +244,7 @@ describe('HTTP/2 stream floods', () => {
       `rapid reset: ${sent} streams opened and reset in ${(performance.now() - t0).toFixed(0)} ms on 4 sessions; GOAWAYs ${goaways}; process CPU ${((cpu.user + cpu.system) / 1000).toFixed(0)} ms; /livez p50 ${median(quiet).toFixed(1)} ms quiet, ${median(loaded).toFixed(1)} ms during`,
     );
     expect(sent).toBeGreaterThan(1000);
-    expect(median(loaded)).toBeLessThan(250);
+    expect(median(loaded)).toBeLessThan(servedAsUsual(quiet, 250));
     // No reset stream is left counted as in flight: the connections go idle.
     expect(l.connections().idle).toBe(l.connections().open);
     const fresh = await h2Connect(l);

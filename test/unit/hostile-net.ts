@@ -40,6 +40,15 @@ export function useHostileServer(): void {
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+export const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[xs.length >> 1]!;
+
+/**
+ * The bound on a client's median latency during an attack: `floorMs` on a quiet machine, or
+ * 20 times the median measured before the attack in the same run, if the machine is that busy.
+ */
+export const servedAsUsual = (quiet: number[], floorMs = 100) =>
+  Math.max(floorMs, 20 * median(quiet));
+
 /** Test routes: a slow stream (a stand-in for a watch), a slow answer and a body reader. */
 export function testRoutes(): Koa.Middleware {
   return async (ctx, next) => {
