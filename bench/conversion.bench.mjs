@@ -7,7 +7,7 @@
 //
 //   npm run build && node bench/conversion.bench.mjs [objects=1000] [runs=30]
 //
-// Not part of `npm test`: it needs the control plane binaries (test/cluster/build.sh).
+// Not part of `npm test`: it needs the control plane binaries (devcluster/build.sh).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

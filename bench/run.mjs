@@ -43,8 +43,8 @@ const tryRun = (cmd, args) => {
 
 function versions() {
   const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-  const kube = existsSync(join(root, 'test/cluster/versions.env'))
-    ? readFileSync(join(root, 'test/cluster/versions.env'), 'utf8')
+  const kube = existsSync(join(root, 'devcluster/versions.env'))
+    ? readFileSync(join(root, 'devcluster/versions.env'), 'utf8')
         .split('\n')
         .filter((l) => /^[A-Z_]+=/.test(l))
         .join(', ')

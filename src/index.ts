@@ -4,7 +4,9 @@
 // The Feature contract, and a server that runs features.
 export { defineFeature, type Feature, type FeatureContext } from './server/feature.js';
 export { serve, startAnnex, type Annex, type ServeOptions } from './server/start.js';
-export { loadConfig, ConfigError, type Config, type ConfigOverrides } from './config/load.js';
+export { loadConfig, type Config, type ConfigOverrides } from './config/load.js';
+// The error of a mistake the user can fix (a setting, a file, a declaration): one line.
+export { UserError } from './errors.js';
 export { createLogger, type Logger } from './log.js';
 
 // Admission webhooks: declare, decide, answer.

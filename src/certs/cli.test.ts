@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 import { Command } from 'commander';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { certsGenerate, certsInject, certsInspect, register, type Io } from '../cli/certs.js';
-import { UserError } from '../cli/errors.js';
+import { UserError } from '../errors.js';
 import { createCa } from './issue.js';
 
 let dir: string;

@@ -3,7 +3,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm, stat } from 'node:fs/promises';
 import { dirname, join, resolve } from 'node:path';
-import { ConfigError } from '../config/load.js';
+import { UserError } from '../errors.js';
 
 export const FILES = {
   caCert: 'ca.crt',
@@ -12,12 +12,12 @@ export const FILES = {
   key: 'tls.key',
 } as const;
 
-/** Creates `dir` (and parents) or throws a ConfigError that names the directory. */
+/** Creates `dir` (and parents) or throws a UserError that names the directory. */
 export async function ensureDir(dir: string): Promise<void> {
   try {
     await mkdirParents(resolve(dir));
   } catch (e) {
-    throw new ConfigError(`cannot create certificate directory ${dir}: ${(e as Error).message}`);
+    throw new UserError(`cannot create certificate directory ${dir}: ${(e as Error).message}`);
   }
 }
 
@@ -63,7 +63,7 @@ export async function writeFileAtomic(path: string, data: string, mode: number):
     await rename(tmp, path);
   } catch (e) {
     await rm(tmp, { force: true });
-    throw new ConfigError(`cannot write ${path}: ${(e as Error).message}`);
+    throw new UserError(`cannot write ${path}: ${(e as Error).message}`);
   }
 }
 

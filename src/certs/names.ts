@@ -1,36 +1,36 @@
 // Input checks for the names that end up in certificate SANs. Kubernetes Service and
 // Namespace names are RFC 1123 labels; a bad one would give a certificate no API server
-// can ever match, so it is refused before any key is generated. ConfigError: the CLI prints
+// can ever match, so it is refused before any key is generated. UserError: the CLI prints
 // it as one line naming the flag or setting.
 import { isIP } from 'node:net';
-import { ConfigError } from '../config/load.js';
+import { UserError } from '../errors.js';
 
 const LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 // DNS SANs: lower-case RFC 1123 subdomains, optionally with a leading wildcard label.
 const SUBDOMAIN = /^(\*\.)?[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
-/** Throws a ConfigError naming `flag` unless `value` is an RFC 1123 label (≤ 63 chars). */
+/** Throws a UserError naming `flag` unless `value` is an RFC 1123 label (≤ 63 chars). */
 export function assertDnsLabel(value: string, flag: string): void {
   if (value.length > 63 || !LABEL.test(value)) {
-    throw new ConfigError(
+    throw new UserError(
       `${flag} must be an RFC 1123 label (lower-case letters, digits and '-', starting and ` +
         `ending with a letter or digit, at most 63 characters), got "${value}"`,
     );
   }
 }
 
-/** Throws a ConfigError naming `flag` unless `value` is a lower-case DNS name (wildcard allowed). */
+/** Throws a UserError naming `flag` unless `value` is a lower-case DNS name (wildcard allowed). */
 export function assertDnsName(value: string, flag: string): void {
   const labelsOk = value.split('.').every((l) => l.length <= 63);
   if (value.length > 253 || !labelsOk || !SUBDOMAIN.test(value)) {
-    throw new ConfigError(`${flag} must be a lower-case DNS name (RFC 1123 subdomain), got "${value}"`);
+    throw new UserError(`${flag} must be a lower-case DNS name (RFC 1123 subdomain), got "${value}"`);
   }
 }
 
-/** Throws a ConfigError naming `flag` unless `value` is an IPv4 or IPv6 address. */
+/** Throws a UserError naming `flag` unless `value` is an IPv4 or IPv6 address. */
 export function assertIp(value: string, flag: string): void {
   if (isIP(value) === 0) {
-    throw new ConfigError(`${flag} must be an IPv4 or IPv6 address, got "${value}"`);
+    throw new UserError(`${flag} must be an IPv4 or IPv6 address, got "${value}"`);
   }
 }
 

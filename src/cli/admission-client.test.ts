@@ -11,7 +11,7 @@ import {
   CLIENT_CA_CONFIGMAP,
   type AdmissionClientFlags,
 } from './admission-client.js';
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 const out = mkdtempSync(join(tmpdir(), 'annex-admission-client-'));

@@ -10,14 +10,13 @@ import { stringify } from 'yaml';
 import { createCa, issue, type CertAndKey } from '../certs/issue.js';
 import { ensureDir, readOptional, writeFileAtomic } from '../certs/files.js';
 import { assertDnsLabel } from '../certs/names.js';
-import { ConfigError } from '../config/load.js';
 import {
   admissionConfiguration,
   webhookClientKubeconfig,
   webhookHostName,
 } from '../manifests/admission-client.js';
 import { days } from './certs.js';
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 import { parsePort } from './serve.js';
 
 export interface AdmissionClientFlags {
@@ -66,42 +65,37 @@ export function register(program: Command): void {
 export async function admissionClient(o: AdmissionClientFlags): Promise<string[]> {
   const file = (name: string) => join(o.out, name);
   const host = webhookHostName(o.service, o.namespace, o.port);
-  try {
-    assertDnsLabel(o.service, '--service');
-    assertDnsLabel(o.namespace, '--namespace');
-    await ensureDir(o.out);
-    const ca = await existingCa(file('ca.crt'), file('ca.key'));
-    const caPair = ca ?? (await createCa({ commonName: `annex-admission-client-ca@${epoch()}` }));
-    const client = await issue({
-      ca: caPair,
-      commonName: 'kube-apiserver-admission-client',
-      usages: ['clientAuth'],
-      validityDays: o.validityDays,
-    });
-    const kubeconfig = 'admission-kubeconfig.yaml';
-    const writes: [string, string, number][] = [
-      ['ca.crt', caPair.certPem, 0o644],
-      ['ca.key', caPair.keyPem, 0o600],
-      ['client.crt', client.certPem, 0o644],
-      ['client.key', client.keyPem, 0o600],
-      [kubeconfig, stringify(webhookClientKubeconfig([host], client)), 0o600],
-      [
-        'admission-config.yaml',
-        stringify(admissionConfiguration(`${o.nodeDir}/${kubeconfig}`)),
-        0o644,
-      ],
-      ['configmap.yaml', stringify(configMap(o.namespace, caPair.certPem)), 0o644],
-    ];
-    for (const [name, data, mode] of writes) await writeFileAtomic(file(name), data, mode);
-    return [
-      `${ca ? 'reused' : 'issued'} CA ${file('ca.crt')}; issued client certificate for host ${host}`,
-      `on the API server's host: ${file(kubeconfig)} and ${file('admission-config.yaml')} in ${o.nodeDir}/, then --admission-control-config-file=${o.nodeDir}/admission-config.yaml`,
-      `for annex: kubectl apply -f ${file('configmap.yaml')}`,
-    ];
-  } catch (e) {
-    if (e instanceof ConfigError) throw new UserError(e.message);
-    throw e;
-  }
+  assertDnsLabel(o.service, '--service');
+  assertDnsLabel(o.namespace, '--namespace');
+  await ensureDir(o.out);
+  const ca = await existingCa(file('ca.crt'), file('ca.key'));
+  const caPair = ca ?? (await createCa({ commonName: `annex-admission-client-ca@${epoch()}` }));
+  const client = await issue({
+    ca: caPair,
+    commonName: 'kube-apiserver-admission-client',
+    usages: ['clientAuth'],
+    validityDays: o.validityDays,
+  });
+  const kubeconfig = 'admission-kubeconfig.yaml';
+  const writes: [string, string, number][] = [
+    ['ca.crt', caPair.certPem, 0o644],
+    ['ca.key', caPair.keyPem, 0o600],
+    ['client.crt', client.certPem, 0o644],
+    ['client.key', client.keyPem, 0o600],
+    [kubeconfig, stringify(webhookClientKubeconfig([host], client)), 0o600],
+    [
+      'admission-config.yaml',
+      stringify(admissionConfiguration(`${o.nodeDir}/${kubeconfig}`)),
+      0o644,
+    ],
+    ['configmap.yaml', stringify(configMap(o.namespace, caPair.certPem)), 0o644],
+  ];
+  for (const [name, data, mode] of writes) await writeFileAtomic(file(name), data, mode);
+  return [
+    `${ca ? 'reused' : 'issued'} CA ${file('ca.crt')}; issued client certificate for host ${host}`,
+    `on the API server's host: ${file(kubeconfig)} and ${file('admission-config.yaml')} in ${o.nodeDir}/, then --admission-control-config-file=${o.nodeDir}/admission-config.yaml`,
+    `for annex: kubectl apply -f ${file('configmap.yaml')}`,
+  ];
 }
 
 /** The CA in `out` when both files are there and the certificate parses; else none. */

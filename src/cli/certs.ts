@@ -3,7 +3,6 @@
 import { X509Certificate } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { ConfigError } from '../config/load.js';
 import { ensureCertificates, type EnsureResult } from '../certs/ensure.js';
 import { formatInspectReport, inspectCertificates } from '../certs/inspect.js';
 import { InjectError, injectWithClient, type InjectOutcome } from '../certs/inject.js';
@@ -11,7 +10,7 @@ import { KubeClient } from '../kube/client.js';
 import { isKubeError } from '../kube/errors.js';
 import { defaultCredentials } from '../kube/kubeconfig.js';
 import { assertDnsLabel, assertDnsName, assertIp } from '../certs/names.js';
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 
 /** Where command output goes; tests pass collectors. */
 export interface Io {
@@ -112,26 +111,20 @@ export function register(program: Command): void {
 }
 
 export async function certsGenerate(o: GenerateFlags, io: Io): Promise<EnsureResult> {
-  let r: EnsureResult;
-  try {
-    assertDnsLabel(o.service, '--service');
-    assertDnsLabel(o.namespace, '--namespace');
-    for (const d of o.dns ?? []) assertDnsName(d, '--dns');
-    for (const ip of o.ip ?? []) assertIp(ip, '--ip');
-    r = await ensureCertificates({
-      dir: o.out,
-      service: o.service,
-      namespace: o.namespace,
-      dnsNames: o.dns,
-      ipAddresses: o.ip,
-      renewBeforeDays: o.renewBefore,
-      caValidityDays: o.caValidityDays,
-      leafValidityDays: o.validityDays,
-    });
-  } catch (e) {
-    if (e instanceof ConfigError) throw new UserError(e.message);
-    throw e;
-  }
+  assertDnsLabel(o.service, '--service');
+  assertDnsLabel(o.namespace, '--namespace');
+  for (const d of o.dns ?? []) assertDnsName(d, '--dns');
+  for (const ip of o.ip ?? []) assertIp(ip, '--ip');
+  const r = await ensureCertificates({
+    dir: o.out,
+    service: o.service,
+    namespace: o.namespace,
+    dnsNames: o.dns,
+    ipAddresses: o.ip,
+    renewBeforeDays: o.renewBefore,
+    caValidityDays: o.caValidityDays,
+    leafValidityDays: o.validityDays,
+  });
   const until = (d: Date) => `expires ${d.toISOString()}`;
   io.err(
     r.issuedCa

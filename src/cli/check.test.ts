@@ -6,7 +6,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { Status } from '../apiserver/status.js';
 import { checkObject, formatResult, kubectlInvalidText, loadPolicies, register } from './check.js';
 import type { JsonObject } from '../admission/defaults/index.js';
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'annex-check-'));
 const write = (name: string, text: string) => {
@@ -97,8 +97,24 @@ describe('checkObject', () => {
     expect(d.message).toBe('deployment.apps/web created (server dry run)');
   });
 
-  it("denied by a policy: kubectl's text for the webhook's 422", () => {
+  it("denied by a policy the API server enforces (policy.native): kubectl's text for the VAP's 422", () => {
     const r = checkObject(cm('web.front'), policies, 'f.yaml', opts);
+    expect(r.allowed).toBe(false);
+    // kubectl prints the ValidatingAdmissionPolicy's refusal as an Invalid with one cause
+    // that has no field: hence `: : `.
+    expect(r.message).toBe(
+      `The configmaps "web.front" is invalid: : ValidatingAdmissionPolicy 'annex-cm-names' with binding 'annex-cm-names-binding' denied request: metadata.name: Invalid value: "web.front": must not contain dots`,
+    );
+    expect(r.status).toMatchObject({
+      code: 422,
+      reason: 'Invalid',
+      message: `configmaps "web.front" is forbidden: ValidatingAdmissionPolicy 'annex-cm-names' with binding 'annex-cm-names-binding' denied request: metadata.name: Invalid value: "web.front": must not contain dots`,
+    });
+    expect(r.decisions).toMatchObject([{ policy: 'cm-names', rule: 'label', action: 'Deny' }]);
+  });
+
+  it("denied by a policy on annex's webhook (policy.native off): kubectl's text for the webhook's 422", () => {
+    const r = checkObject(cm('web.front'), policies, 'f.yaml', { ...opts, native: false });
     expect(r.allowed).toBe(false);
     expect(r.message).toBe(
       'The ConfigMap "web.front" is invalid: metadata.name: Invalid value: "web.front": must not contain dots',
@@ -175,9 +191,13 @@ describe('annex check command', () => {
   it('prints every object of a List, and sets exit code 1 on a denial', async () => {
     const out = await run('-p', labelPolicy, '-p', requestsPolicy, objects);
     expect(out).toBe(
-      'configmap/a created (server dry run)\nThe ConfigMap "b.c" is invalid: metadata.name: Invalid value: "b.c": must not contain dots\n',
+      `configmap/a created (server dry run)\nThe configmaps "b.c" is invalid: : ValidatingAdmissionPolicy 'annex-cm-names' with binding 'annex-cm-names-binding' denied request: metadata.name: Invalid value: "b.c": must not contain dots\n`,
     );
     expect(process.exitCode).toBe(1);
+    const onWebhook = await run('-p', labelPolicy, '-p', requestsPolicy, objects, '--no-native');
+    expect(onWebhook).toBe(
+      'configmap/a created (server dry run)\nThe ConfigMap "b.c" is invalid: metadata.name: Invalid value: "b.c": must not contain dots\n',
+    );
   });
 
   it('exit code 0 when everything is allowed; --output json for CI', async () => {

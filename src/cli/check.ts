@@ -18,20 +18,26 @@ import { jsonPatch, type PatchOp } from '../admission/patch.js';
 import type { Status } from '../apiserver/status.js';
 import type { KubeObject } from '../apiserver/types.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
-import { evaluate } from '../policy/evaluate.js';
+import { evaluateAsInstalled } from '../policy/as-installed.js';
+import { vapName } from '../policy/cel/index.js';
 import { PolicyCompileError, type PolicyDecision } from '../policy/types.js';
 import { readObjects } from './input.js';
 import { createRequest } from './create-request.js';
 import { kubectlCreateErrors, kubectlInvalidText } from './kubectl-text.js';
 
 export { kubectlInvalidText };
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 
 export interface CheckOptions {
   /** Namespace for objects without one (kubectl's -n). */
   namespace: string;
   /** annex's own namespace, which policies never apply to. */
   annexNamespace?: string;
+  /**
+   * policy.native (default true): the policies CEL can express answer as the API server's
+   * ValidatingAdmissionPolicies do, the rest as annex's webhook.
+   */
+  native?: boolean;
 }
 
 /** What the API server would answer to one object's create. */
@@ -50,6 +56,8 @@ export interface CheckResult {
   /** The 422 Invalid Status, when denied. */
   status?: Status;
   decisions: PolicyDecision[];
+  /** Other policies whose ValidatingAdmissionPolicy denies: the API server may name one of them instead. */
+  otherDenials?: string[];
 }
 
 const MANIFEST = /\.(ya?ml|json)$/;
@@ -141,11 +149,20 @@ export function checkObject(
   const refusal = createRefusal(obj, suffix);
   if (refusal) return denied(refusal);
 
-  const e = evaluate(policies, request, {
-    ...(options.annexNamespace ? { annexNamespace: options.annexNamespace } : {}),
-  });
+  const annexNamespace = options.annexNamespace ? { annexNamespace: options.annexNamespace } : {};
+  const e = evaluateAsInstalled(
+    policies,
+    request,
+    { native: options.native ?? true, ...annexNamespace },
+    annexNamespace,
+  );
   const patch = e.mutated ? jsonPatch(rendered, e.mutated) : undefined;
-  const rest = { warnings: e.warnings, decisions: e.decisions, ...(patch ? { patch } : {}) };
+  const rest = {
+    warnings: e.warnings,
+    decisions: e.decisions,
+    ...(patch ? { patch } : {}),
+    ...(e.otherDenials.length ? { otherDenials: e.otherDenials } : {}),
+  };
   if (!e.allowed && e.status) return denied(e.status, rest);
   return {
     ...base,
@@ -178,6 +195,11 @@ export function formatResult(r: CheckResult): string {
   if (r.allowed && r.patch?.length) {
     lines.push('  patch:', ...r.patch.map((op) => `    ${opText(op)}`));
   }
+  for (const p of r.otherDenials ?? []) {
+    lines.push(
+      `  or denied by ValidatingAdmissionPolicy '${vapName(p)}' (the API server names one, in no fixed order)`,
+    );
+  }
   for (const d of r.decisions.filter((d) => d.action === 'Audit')) {
     lines.push(...d.causes.map((c) => `  audit: ${d.policy}: ${c.field}: ${c.message}`));
   }
@@ -198,26 +220,38 @@ export function register(program: Command): void {
     .argument('<files...>', 'YAML or JSON files or folders of objects, or - for stdin')
     .option('-n, --namespace <namespace>', 'namespace for objects without one', 'default')
     .option('-o, --output <format>', 'text or json', 'text')
-    .action((files: string[], opts: { policy: string[]; namespace: string; output: string }) => {
-      if (opts.output !== 'text' && opts.output !== 'json') {
-        throw new UserError(`--output: must be text or json, got "${opts.output}"`);
-      }
-      if (opts.policy.length === 0) {
-        throw new UserError('-p, --policy: name at least one AdmissionPolicy file or folder');
-      }
-      if ([...opts.policy, ...files].filter((f) => f === '-').length > 1) {
-        throw new UserError('- (stdin) can be read only once');
-      }
-      const policies = loadPolicies(opts.policy);
-      const results = checkFiles(files, policies, { namespace: opts.namespace });
-      const denied = results.filter((r) => !r.allowed).length;
-      if (opts.output === 'json') {
-        process.stdout.write(
-          `${JSON.stringify({ allowed: denied === 0, denied, results }, null, 2)}\n`,
-        );
-      } else {
-        process.stdout.write(results.map(formatResult).join(''));
-      }
-      if (denied > 0) process.exitCode = 1;
-    });
+    .option(
+      '--no-native',
+      "as with policy.native: false: every policy answers as annex's webhook, none as a ValidatingAdmissionPolicy",
+    )
+    .action(
+      (
+        files: string[],
+        opts: { policy: string[]; namespace: string; output: string; native: boolean },
+      ) => {
+        if (opts.output !== 'text' && opts.output !== 'json') {
+          throw new UserError(`--output: must be text or json, got "${opts.output}"`);
+        }
+        if (opts.policy.length === 0) {
+          throw new UserError('-p, --policy: name at least one AdmissionPolicy file or folder');
+        }
+        if ([...opts.policy, ...files].filter((f) => f === '-').length > 1) {
+          throw new UserError('- (stdin) can be read only once');
+        }
+        const policies = loadPolicies(opts.policy);
+        const results = checkFiles(files, policies, {
+          namespace: opts.namespace,
+          native: opts.native,
+        });
+        const denied = results.filter((r) => !r.allowed).length;
+        if (opts.output === 'json') {
+          process.stdout.write(
+            `${JSON.stringify({ allowed: denied === 0, denied, results }, null, 2)}\n`,
+          );
+        } else {
+          process.stdout.write(results.map(formatResult).join(''));
+        }
+        if (denied > 0) process.exitCode = 1;
+      },
+    );
 }

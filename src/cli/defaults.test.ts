@@ -5,7 +5,7 @@ import { fileURLToPath } from 'node:url';
 import { Command } from 'commander';
 import { describe, expect, it, vi } from 'vitest';
 import { register } from './defaults.js';
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 
 const podNuFile = fileURLToPath(new URL('../../test/fixtures/pod-nu.yaml', import.meta.url));
 

@@ -20,7 +20,7 @@ import type { CompiledPolicy } from '../policy/compile.js';
 import { evaluate } from '../policy/evaluate.js';
 import { loadPolicies } from './check.js';
 import { createRequest } from './create-request.js';
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 import { readObjects } from './input.js';
 import { kubectlCreateErrors } from './kubectl-text.js';
 

@@ -1,12 +1,13 @@
-// `annex demo`: a real kube-apiserver + etcd on loopback with annex plugged in — the
-// APIServices and webhooks of its features registered — for trying every README scene.
-// Needs a checkout (it builds the pinned control plane with test/cluster/build.sh).
+// `annex demo`: a real kube-apiserver + etcd + kube-controller-manager on loopback with
+// annex plugged in — the APIServices and webhooks of its features registered — for trying
+// every README scene. Works from a checkout and from an installed annex alike: the
+// control plane's recipe (devcluster/) ships in the package.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { Command } from 'commander';
-import { loadConfig } from '../config/load.js';
+import { loadConfig, type ConfigOverrides } from '../config/load.js';
 import { ensureBinaries, pinnedVersions } from '../devcluster/binaries.js';
 import { ControlPlane } from '../devcluster/control-plane.js';
 import {
@@ -15,12 +16,22 @@ import {
   pointAtLocalAnnex,
   type Kubectl,
 } from '../devcluster/wire.js';
+import { UserError } from '../errors.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
 import { waitForCondition } from '../devcluster/wait.js';
 import { policyCrd } from '../policy/crd.js';
 import { createLogger } from '../log.js';
+import { builtinFeatures } from '../server/builtins.js';
+import { validateFeatures } from '../server/feature.js';
+import { loadFeatureModules } from '../server/load-features.js';
 import { startAnnex } from '../server/start.js';
-import { UserError } from './errors.js';
+
+/**
+ * What a cluster does without being asked: deleting namespaces, ServiceAccounts and their
+ * tokens, garbage collection, Deployments → ReplicaSets → Pods. Every controller on by
+ * default; no scheduler and no kubelet run, so Pods are admitted but stay Pending.
+ */
+const CONTROLLERS = ['*'];
 
 export function register(program: Command): void {
   program
@@ -32,10 +43,27 @@ export function register(program: Command): void {
     .option('--load <module...>', "modules of the user's own features, registered too")
     .option('--policies', 'serve AdmissionPolicies too (the CRD is applied first)')
     .action(async (o: { logLevel: string; load?: string[]; policies?: boolean }) => {
+      const settings: ConfigOverrides = {
+        metrics: { registerMetricsK8sIo: true, scrapeIntervalSeconds: 5 },
+        log: { level: o.logLevel as 'warn' },
+        ...(o.policies ? { policy: { enabled: true } } : {}),
+      };
+      // The user's modules before any process starts: one that does not load, or that
+      // collides with a built-in, is one line now rather than after the control plane.
+      const mine = await loadFeatureModules(o.load ?? []);
+      validateFeatures([...builtinFeatures(loadConfig({ overrides: settings })), ...mine]);
       const bins = ensureBinaries();
       if ('missing' in bins) throw new UserError(`annex demo: ${bins.missing}`);
       const cp = new ControlPlane(bins.binDir, pinnedVersions().kubernetes);
-      const info = await cp.start((l) => console.error(`annex demo: ${l}`));
+      const info = await cp.start((l) => console.error(`annex demo: ${l}`), {
+        controllerManager: {
+          controllers: CONTROLLERS,
+          // With the admin's credentials rather than a ServiceAccount token per controller:
+          // ~40 TokenRequests made starting take 5 s on 2 busy cores, and nothing but this
+          // machine's user reaches this control plane.
+          args: ['--use-service-account-credentials=false'],
+        },
+      });
       const kubectl: Kubectl = async (args, input) => {
         const run = promisify(execFile);
         const p = run(info.kubectl, ['--kubeconfig', info.adminKubeconfig, ...args]);
@@ -44,20 +72,17 @@ export function register(program: Command): void {
       };
       const config = loadConfig({
         overrides: {
+          ...settings,
           server: { host: '127.0.0.1', port: 0 },
           tls: { dir: join(info.dir, 'annex-certs') },
           kube: { kubeconfig: info.adminKubeconfig },
           // The demo's API server presents this CA's client certificate to every webhook.
           admission: { clientCA: info.webhookClientCaFile },
-          metrics: { registerMetricsK8sIo: true, scrapeIntervalSeconds: 5 },
-          log: { level: o.logLevel as 'warn' },
-          features: o.load ?? [],
-          ...(o.policies ? { policy: { enabled: true } } : {}),
         },
       });
       // The policy feature lists AdmissionPolicies as it starts: their CRD comes first.
       if (o.policies) await applyObjects(kubectl, [policyCrd()]);
-      const annex = await startAnnex(config, createLogger(config.log.level));
+      const annex = await startAnnex(config, createLogger(config.log.level), mine);
       const stop = async () => {
         await annex.close();
         await cp.stop();
@@ -67,8 +92,6 @@ export function register(program: Command): void {
       process.once('SIGTERM', () => void stop());
 
       await ensureAnnexService(kubectl);
-      // No controller-manager runs: give `default` the ServiceAccount that `kubectl run` needs.
-      await kubectl(['create', 'serviceaccount', 'default', '-n', 'default']);
       const caBundle = readFileSync(join(config.tls.dir, 'ca.crt')).toString('base64');
       // What `annex manifests` renders for the features this annex runs.
       const objs = renderObjects(declarationsOf(annex.features), serviceRefOf(config));
@@ -78,8 +101,18 @@ export function register(program: Command): void {
         ['apiservice', '-l', 'app.kubernetes.io/name=annex'],
         'Available',
       );
+      // kube-controller-manager's ServiceAccount controller at work: `kubectl run` can now.
+      await kubectl([
+        'wait',
+        '--for=create',
+        'serviceaccount/default',
+        '-n',
+        'default',
+        '--timeout=60s',
+      ]);
 
-      console.log(`annex demo is ready: kube-apiserver v${info.version} at ${info.server}, annex at ${annex.url}.
+      console.log(`annex demo is ready: kube-apiserver v${info.version} at ${info.server} with kube-controller-manager, annex at ${annex.url}.
+There is no scheduler and no node: Pods are admitted (annex's webhooks see them) but stay Pending.
 In another shell:
 
   export KUBECONFIG=${info.adminKubeconfig}
@@ -91,6 +124,6 @@ In another shell:
   kubectl create deployment web.front --image=nginx:1.27
   kubectl run nu --image=nginx:1.27 --dry-run=server -o yaml
 
-Ctrl-C stops annex, kube-apiserver and etcd, and deletes their files.`);
+Ctrl-C stops annex and the control plane, and deletes their files.`);
     });
 }

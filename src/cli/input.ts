@@ -2,7 +2,7 @@
 import { readFileSync } from 'node:fs';
 import { ObjectsError, parseObjects } from '../admission/defaults/index.js';
 import type { JsonObject } from '../admission/defaults/index.js';
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 
 export function readInput(file: string): string {
   try {

@@ -5,7 +5,7 @@ import { KubeClient } from '../kube/client.js';
 import { defaultCredentials } from '../kube/kubeconfig.js';
 import { applyBundle, uninstall, waitForRegistration } from '../install/apply.js';
 import { checkNamespace, DEFAULT_NAMESPACE, renderBundle } from '../install/bundle.js';
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 
 interface Flags {
   kubeconfig?: string;

@@ -2,9 +2,8 @@
 // annex's command line: one file per command under src/cli/, registered here.
 import { readFileSync } from 'node:fs';
 import { Command, CommanderError } from 'commander';
-import { ConfigError } from '../config/load.js';
+import { UserError } from '../errors.js';
 import { isKubeError } from '../kube/errors.js';
-import { UserError } from './errors.js';
 import { register as serve } from './serve.js';
 import { register as certs } from './certs.js';
 import { register as admissionClient } from './admission-client.js';
@@ -46,7 +45,7 @@ try {
 } catch (err) {
   if (err instanceof CommanderError) process.exit(err.exitCode);
   // A kubeconfig annex cannot use, an API server that is not there or says no: one line.
-  if (err instanceof UserError || err instanceof ConfigError || isKubeError(err)) {
+  if (err instanceof UserError || isKubeError(err)) {
     console.error(`annex: ${(err as Error).message}`);
     process.exit(err instanceof UserError ? err.exitCode : 1);
   }

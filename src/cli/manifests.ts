@@ -14,8 +14,10 @@ import {
   renderObjects,
   serviceRefOf,
 } from '../manifests/render.js';
+import { writePolicyCrd } from '../policy/crd.js';
 import { writeMetricCrd } from '../scaling/crd.js';
 import { builtinFeatures } from '../server/builtins.js';
+import { validateFeatures } from '../server/feature.js';
 import { loadFeatureModules } from '../server/load-features.js';
 
 /** Every built-in feature with every option on: what webhooks/ and apiservice/ hold. */
@@ -47,6 +49,8 @@ export function register(program: Command): void {
         ...builtinFeatures(config),
         ...(await loadFeatureModules([...config.features, ...(o.load ?? [])])),
       ];
+      // As serve and demo refuse them: two declarations rendered to one object would replace each other.
+      validateFeatures(features);
       const decls = declarationsOf(features);
       const service = serviceRefOf(config);
       if (!o.write) {
@@ -65,6 +69,7 @@ export function register(program: Command): void {
         writeFileSync(path, text);
         console.log(`wrote ${path}`);
       }
+      if (config.policy.enabled) console.log(`wrote ${writePolicyCrd(o.write)}`);
       if (config.scaling.enabled) console.log(`wrote ${writeMetricCrd(o.write)}`);
     });
 }

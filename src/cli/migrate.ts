@@ -8,7 +8,7 @@ import { isKubeError } from '../kube/errors.js';
 import { defaultCredentials } from '../kube/kubeconfig.js';
 import { migrateStorage, MigrationError, type MigrateResult } from '../kube/storage-migration.js';
 import type { Io } from './certs.js';
-import { UserError } from './errors.js';
+import { UserError } from '../errors.js';
 
 export interface MigrateFlags {
   kubeconfig?: string;

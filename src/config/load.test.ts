@@ -2,7 +2,8 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
-import { ConfigError, loadConfig } from './load.js';
+import { loadConfig } from './load.js';
+import { UserError } from '../errors.js';
 
 const file = (text: string) => {
   const f = join(mkdtempSync(join(tmpdir(), 'annex-cfg-')), 'annex.yaml');
@@ -21,7 +22,6 @@ describe('loadConfig', () => {
       handshakeTimeoutSeconds: 10,
       maxConnections: 8192,
       maxInFlight: { review: 400, discovery: 100, watch: 1000, requests: 400 },
-      shutdownDelaySeconds: 10,
       shutdownTimeoutSeconds: 15,
     });
     expect(c.tls.service).toBe('annex');
@@ -45,11 +45,11 @@ describe('loadConfig', () => {
       /server must NOT have additional properties \(prot\)/,
     );
     expect(() => loadConfig({ overrides: { server: { keepAliveTimeoutSeconds: 30 } } })).toThrow(
-      ConfigError,
+      UserError,
     );
   });
 
-  it('reports unreadable and non-YAML files as ConfigError', () => {
+  it('reports unreadable and non-YAML files as UserError', () => {
     expect(() => loadConfig({ file: '/nonexistent/annex.yaml' })).toThrow(
       /cannot read config file \/nonexistent\/annex\.yaml/,
     );
@@ -64,7 +64,7 @@ describe('loadConfig', () => {
       // The tagged value stays a string, which the schema then refuses: a clear error, no warning.
       expect(() =>
         loadConfig({ file: file('%FOO bar\n---\nserver: { port: !odd 8443 }\n') }),
-      ).toThrow(ConfigError);
+      ).toThrow(UserError);
       expect(warn).not.toHaveBeenCalled();
     } finally {
       warn.mockRestore();

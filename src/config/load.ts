@@ -5,11 +5,10 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type Config } from './schema.js';
+import { UserError } from '../errors.js';
 import { isObject } from '../json.js';
 
 export type { Config } from './schema.js';
-
-export class ConfigError extends Error {}
 
 const ajv = new Ajv({ useDefaults: true, allErrors: true });
 const validate = ajv.compile(configSchema);
@@ -31,14 +30,14 @@ export function loadConfig(opts: { file?: string; overrides?: ConfigOverrides } 
     try {
       text = readFileSync(opts.file, 'utf8');
     } catch (e) {
-      throw new ConfigError(`cannot read config file ${opts.file}: ${(e as Error).message}`);
+      throw new UserError(`cannot read config file ${opts.file}: ${(e as Error).message}`);
     }
     try {
       fromFile = parseYaml(text, { logLevel: 'error' }) ?? {}; // no Node warning lines beside the JSON log
     } catch (e) {
-      throw new ConfigError(`config file ${opts.file} is not valid YAML: ${(e as Error).message}`);
+      throw new UserError(`config file ${opts.file} is not valid YAML: ${(e as Error).message}`);
     }
-    if (!isObject(fromFile)) throw new ConfigError(`config file ${opts.file} must hold a mapping`);
+    if (!isObject(fromFile)) throw new UserError(`config file ${opts.file} must hold a mapping`);
   }
   const seed = {
     server: {},
@@ -62,7 +61,7 @@ export function loadConfig(opts: { file?: string; overrides?: ConfigOverrides } 
             : ''
         }`,
     );
-    throw new ConfigError(`invalid configuration${where}: ${msgs.join('; ')}`);
+    throw new UserError(`invalid configuration${where}: ${msgs.join('; ')}`);
   }
   return candidate;
 }

@@ -44,9 +44,10 @@ export interface Config {
     /**
      * On SIGTERM, /readyz answers 503 at once and annex keeps serving this long, so that
      * endpoints and the API server stop sending before it stops listening
-     * (kube-apiserver's --shutdown-delay-duration).
+     * (kube-apiserver's --shutdown-delay-duration). Unset: DEFAULT_SHUTDOWN_DELAY_SECONDS
+     * with an API server, 0 without one (a laptop's `npm start`: nothing routes by readiness).
      */
-    shutdownDelaySeconds: number;
+    shutdownDelaySeconds?: number;
     /**
      * After the delay: how long in-flight requests may take to finish before their
      * connections are destroyed. Delay + timeout must fit in the Pod's
@@ -199,6 +200,9 @@ export interface Config {
   features: string[];
 }
 
+/** server.shutdownDelaySeconds when unset and annex has an API server (see Config). */
+export const DEFAULT_SHUTDOWN_DELAY_SECONDS = 10;
+
 /** An empty object as a default: ajv then fills its fields from their own defaults. */
 const filledIn = <T>() => ({}) as T;
 type Admission = Config['admission'];
@@ -231,7 +235,6 @@ export const configSchema: JSONSchemaType<Config> = {
         'handshakeTimeoutSeconds',
         'maxConnections',
         'maxInFlight',
-        'shutdownDelaySeconds',
         'shutdownTimeoutSeconds',
       ],
       properties: {
@@ -255,7 +258,7 @@ export const configSchema: JSONSchemaType<Config> = {
             requests: { type: 'integer', minimum: 1, default: 400 },
           },
         },
-        shutdownDelaySeconds: { type: 'number', minimum: 0, default: 10 },
+        shutdownDelaySeconds: { type: 'number', minimum: 0, nullable: true },
         shutdownTimeoutSeconds: { type: 'number', minimum: 0, default: 15 },
       },
     },

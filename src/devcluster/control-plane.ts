@@ -1,5 +1,5 @@
 // A real etcd + kube-apiserver on loopback, started once per test run.
-// Flags follow docs/control-plane.md: RBAC, a client CA, service-account keys, the
+// Flags follow docs/architecture.md ("The test control plane"): RBAC, a client CA, service-account keys, the
 // ServiceAccount admission plugin left on, and the aggregation layer's front-proxy flags.
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, openSync, readFileSync, writeFileSync } from 'node:fs';
@@ -155,6 +155,10 @@ export class ControlPlane {
         `--controllers=${cm.controllers.join(',')}`,
         // Each controller as its own ServiceAccount (TokenRequest), so its RBAC is the real one.
         '--use-service-account-credentials=true',
+        // This control plane's own files: the CA published as kube-root-ca.crt in every
+        // namespace, and the key legacy ServiceAccount token Secrets are signed with.
+        `--root-ca-file=${pki.servingCa}`,
+        `--service-account-private-key-file=${p('sa.key')}`,
         '--leader-elect=false',
         '--secure-port=0',
         '--profiling=false',

@@ -7,7 +7,7 @@ import { readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, parseAllDocuments, parseDocument } from 'yaml';
-import { UserError } from '../cli/errors.js';
+import { UserError } from '../errors.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 export type Obj = Record<string, any>;

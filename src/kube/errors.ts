@@ -1,5 +1,6 @@
 // What a failed call to the kube-apiserver looks like to annex: the Status it answered
 // (or one synthesized, as client-go does, when the body was not a Status).
+import { UserError } from '../errors.js';
 
 /** A meta.k8s.io/v1 Status as the server sent it (or as synthesized from a non-Status body). */
 export interface KubeStatus {
@@ -78,7 +79,7 @@ export function statusFromBody(code: number, text: string): KubeStatus {
 }
 
 /** A kubeconfig, token file or credential plugin annex cannot use; the message names it. */
-export class KubeconfigError extends Error {
+export class KubeconfigError extends UserError {
   override name = 'KubeconfigError';
 }
 

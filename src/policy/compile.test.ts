@@ -145,6 +145,17 @@ describe('compilePolicy', () => {
       { match, mutate: [{ name: 'm', path: '$.spec' }] },
       'rule "m": set setIfAbsent or podTemplateDefaults',
     ],
+    [
+      {
+        match,
+        validate: Array.from({ length: 65 }, (_, i) => ({
+          name: `r${i}`,
+          path: '$.a',
+          required: true,
+        })),
+      },
+      'spec.validate: must NOT have more than 64 items',
+    ],
   ])('refuses %j: %s', (spec, expected) => {
     expect(fault(spec)).toContain(expected);
   });

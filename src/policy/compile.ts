@@ -12,7 +12,13 @@ import type { JsonSchema } from '../apiserver/types.js';
 import { nestsDeeperThan } from '../json.js';
 import { NAME_RULES, nameRuleFor } from './names.js';
 import { checkPath, isRecord } from './paths.js';
-import { policySpecSchema } from './schema.js';
+import {
+  MUTATE_KIND_FAULT,
+  MUTATE_KINDS,
+  policySpecSchema,
+  VALIDATE_KIND_FAULT,
+  VALIDATE_KINDS,
+} from './schema.js';
 import {
   POLICY_GROUP,
   POLICY_KIND,
@@ -77,6 +83,7 @@ const LIST_KEYWORDS = [
   'x-kubernetes-map-type',
   'x-kubernetes-int-or-string',
   'x-kubernetes-embedded-resource',
+  'x-kubernetes-validations',
 ];
 
 /** Far deeper than any schema or default a policy needs; shallow enough for Ajv's recursion. */
@@ -134,16 +141,6 @@ function specFault(
       rule,
       `unknown name rule ${JSON.stringify(isRecord(item) ? item.nameRule : '')}: expected one of ${NAME_RULES.join(', ')}`,
     );
-  }
-  if (list === 'validate' && field === undefined && e.keyword === 'oneOf') {
-    return new PolicyCompileError(
-      policy,
-      rule,
-      'set exactly one of nameRule, schema, required, forbidden',
-    );
-  }
-  if (list === 'mutate' && field === undefined && e.keyword === 'anyOf') {
-    return new PolicyCompileError(policy, rule, 'set setIfAbsent or podTemplateDefaults');
   }
   if (e.keyword === 'additionalProperties') {
     const extra = String((e.params as { additionalProperty?: string }).additionalProperty);
@@ -226,13 +223,10 @@ export function compilePolicy(obj: unknown): CompiledPolicy {
     throw new PolicyCompileError(name, 'spec', `nested more than ${MAX_SPEC_DEPTH} levels deep`);
   if (!validateSpec(o.spec)) {
     const errors = validateSpec.errors ?? [];
-    // The most telling error first: an unknown field, then which of a rule's fields to set;
-    // the errors inside a oneOf's branches only say why each branch did not apply.
+    // The most telling error first: an unknown field, then an unknown name rule.
     const first =
       errors.find((e) => e.keyword === 'additionalProperties') ??
       errors.find((e) => e.keyword === 'enum' && e.instancePath.endsWith('/nameRule')) ??
-      errors.find((e) => e.keyword === 'oneOf' || e.keyword === 'anyOf') ??
-      errors.find((e) => !/\/(oneOf|anyOf)\//.test(e.schemaPath)) ??
       errors[0];
     throw first ? specFault(name, o.spec, first) : new PolicyCompileError(name, 'spec', 'invalid');
   }
@@ -241,6 +235,16 @@ export function compilePolicy(obj: unknown): CompiledPolicy {
   const mutate = spec.mutate ?? [];
   uniqueNames(name, validate, 'validate');
   uniqueNames(name, mutate, 'mutate');
+  // The CRD's x-kubernetes-validations say the same, with the same words (schema.ts).
+  const setIn = (r: object, fields: readonly string[]) =>
+    fields.filter((f) => (r as Record<string, unknown>)[f] !== undefined).length;
+  for (const r of validate) {
+    if (setIn(r, VALIDATE_KINDS) !== 1)
+      throw new PolicyCompileError(name, r.name, VALIDATE_KIND_FAULT);
+  }
+  for (const r of mutate) {
+    if (setIn(r, MUTATE_KINDS) < 1) throw new PolicyCompileError(name, r.name, MUTATE_KIND_FAULT);
+  }
 
   const match = compileMatch(name, 'match', spec.match);
   const compiledValidate = validate.map((r): CompiledValidateRule => {

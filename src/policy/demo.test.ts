@@ -1,5 +1,6 @@
 // The demo policies in policies/, each against small good and bad manifests, through the
-// same path as `annex check` (defaults, name validation, then evaluate).
+// same path as `annex check` (defaults, name validation, then the policies as installed:
+// those CEL can express by the API server, the others by annex's webhook).
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../admission/defaults/index.js';
@@ -8,8 +9,8 @@ import { checkObject, loadPolicies } from '../cli/check.js';
 const folder = join(import.meta.dirname, '..', '..', 'policies');
 const all = loadPolicies([folder]);
 const only = (name: string) => all.filter((p) => p.name === name);
-const check = (policy: string, obj: JsonObject) =>
-  checkObject(obj, only(policy), 'test', { namespace: 'shop' });
+const check = (policy: string, obj: JsonObject, native = true) =>
+  checkObject(obj, only(policy), 'test', { namespace: 'shop', native });
 
 function deployment(
   name: string,
@@ -47,7 +48,11 @@ describe('the demo policies', () => {
 
   it('workload-names: DNS-1123 labels, with the API server’s message', () => {
     expect(check('workload-names', deployment('web', [c('x:1')])).allowed).toBe(true);
+    // A ValidatingAdmissionPolicy by default: the API server's envelope around the same text.
     expect(check('workload-names', deployment('web.front', [c('x:1')])).message).toBe(
+      `The deployments "web.front" is invalid: : ValidatingAdmissionPolicy 'annex-workload-names' with binding 'annex-workload-names-binding' denied request: metadata.name: Invalid value: "web.front": must not contain dots`,
+    );
+    expect(check('workload-names', deployment('web.front', [c('x:1')]), false).message).toBe(
       'The Deployment "web.front" is invalid: metadata.name: Invalid value: "web.front": must not contain dots',
     );
     const job = { apiVersion: 'batch/v1', kind: 'Job', metadata: { name: 'a.b' }, spec: {} };
@@ -87,6 +92,9 @@ describe('the demo policies', () => {
     const bad = check('app-name-label', deployment('web', [c('x:1')]));
     expect(bad.allowed).toBe(true);
     expect(bad.warnings).toEqual([
+      "Validation failed for ValidatingAdmissionPolicy 'annex-app-name-label' with binding 'annex-app-name-label-binding': metadata.labels[app.kubernetes.io/name]: Required value",
+    ]);
+    expect(check('app-name-label', deployment('web', [c('x:1')]), false).warnings).toEqual([
       'app-name-label: metadata.labels[app.kubernetes.io/name]: Required value',
     ]);
     const good = deployment('web', [c('x:1')], { labels: { 'app.kubernetes.io/name': 'web' } });
@@ -135,9 +143,10 @@ describe('the demo policies', () => {
     expect(check('host-network', off).decisions).toEqual([]);
   });
 
-  it('together: defaults applied before validation, Deny wins, warnings kept', () => {
+  it('together, on the webhook: defaults applied before validation, Deny wins, warnings kept', () => {
     const r = checkObject(deployment('web.front', [c('nginx')]), all, 'test', {
       namespace: 'shop',
+      native: false,
     });
     expect(r.allowed).toBe(false);
     expect(r.message.split('\n')).toEqual([
@@ -146,5 +155,25 @@ describe('the demo policies', () => {
       '* metadata.name: Invalid value: "web.front": must not contain dots',
     ]);
     expect(r.warnings).toHaveLength(1);
+  });
+
+  it('together, as installed: the VAP refuses before the webhook is called', () => {
+    const r = checkObject(deployment('web.front', [c('nginx')]), all, 'test', {
+      namespace: 'shop',
+    });
+    expect(r.allowed).toBe(false);
+    // workload-names is a ValidatingAdmissionPolicy, pinned-images stays on the webhook
+    // (`..` has no CEL form): the API server's VAP plugin runs first and stops the request.
+    expect(r.message).toBe(
+      `The deployments "web.front" is invalid: : ValidatingAdmissionPolicy 'annex-workload-names' with binding 'annex-workload-names-binding' denied request: metadata.name: Invalid value: "web.front": must not contain dots`,
+    );
+    expect(r.warnings).toEqual([
+      "Validation failed for ValidatingAdmissionPolicy 'annex-app-name-label' with binding 'annex-app-name-label-binding': metadata.labels[app.kubernetes.io/name]: Required value",
+    ]);
+    // Only the webhook's own denial when no VAP refuses.
+    const pinned = checkObject(deployment('web', [c('nginx')]), all, 'test', { namespace: 'shop' });
+    expect(pinned.message).toBe(
+      'The Deployment "web" is invalid: spec.template.spec.containers[0].image: Invalid value: "nginx": must be pinned to a tag other than latest, or to a digest',
+    );
   });
 });

@@ -24,7 +24,7 @@ import { EventRecorder, kubeEventSink } from '../kube/events.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../server/feature.js';
-import { celObjects, syncCel, webhookPolicies } from './cel/apply.js';
+import { celObjects, recordsAudit, syncCel, webhookPolicies } from './cel/apply.js';
 import { celStatus, type CelObjects } from './cel/compile.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
 import { admissionEventsGroup, DecisionLog, observeEvaluation } from './decision-log.js';
@@ -340,9 +340,8 @@ export function policyFeature(config: Config): Feature {
   let onWebhook: readonly CompiledPolicy[] = [];
   let nativeApplied = '';
   const celOpts = { annexNamespace: config.tls.namespace };
-  /** Audit decisions belong in annex's decision log; the API server would put them in its audit log. */
   const nativeCandidate = (p: CompiledPolicy) =>
-    settings.native && kube !== null && !p.actions.includes('Audit');
+    settings.native && kube !== null && !recordsAudit(p);
   function plan(): void {
     native = celObjects(set.policies.filter(nativeCandidate), celOpts);
     onWebhook = webhookPolicies(set.policies, native);

@@ -74,6 +74,33 @@ const match = (description: string): JsonSchema => ({
   },
 });
 
+/**
+ * Rules per list: bounded so that the API server can bound the CEL rules' cost (unbounded,
+ * it refuses the CRD: "estimated rule cost exceeds budget").
+ */
+export const MAX_RULES = 64;
+
+/** What a validate rule checks: exactly one of these. */
+export const VALIDATE_KINDS = ['nameRule', 'schema', 'required', 'forbidden'] as const;
+export const VALIDATE_KIND_FAULT = `set exactly one of ${VALIDATE_KINDS.join(', ')}`;
+/** What a mutate rule does: one or both of these. */
+export const MUTATE_KINDS = ['setIfAbsent', 'podTemplateDefaults'] as const;
+export const MUTATE_KIND_FAULT = `set ${MUTATE_KINDS.join(' or ')}`;
+
+/**
+ * A CEL rule on how many of `fields` a rule sets, refused with the message `annex check`
+ * gives (compile.ts checks the same constants offline). Not oneOf/anyOf: the API server
+ * answers those with `must validate one and only one schema (oneOf). Found 2 valid
+ * alternatives`, naming neither the fields nor the rule.
+ */
+function kindRule(fields: readonly string[], count: string, fault: string) {
+  return {
+    rule: `[${fields.map((f) => `has(self.${f})`).join(', ')}].filter(x, x).size() ${count}`,
+    messageExpression: `'rule "' + self.name + '": ${fault}'`,
+    message: fault,
+  };
+}
+
 const ruleName = str('Unique within the list; named in every decision and message.');
 const path = str(
   "JSONPath (jsonpath-plus) from the object's root, e.g. $.spec.template.spec.containers[*].image.",
@@ -103,12 +130,7 @@ const validateRule: JsonSchema = {
     forbidden: { type: 'boolean', description: 'The path must match nothing.', enum: [true] },
     message: str("Replaces the rule's own detail text in each cause."),
   },
-  oneOf: [
-    { required: ['nameRule'] },
-    { required: ['schema'] },
-    { required: ['required'] },
-    { required: ['forbidden'] },
-  ],
+  'x-kubernetes-validations': [kindRule(VALIDATE_KINDS, '== 1', VALIDATE_KIND_FAULT)],
 };
 
 const mutateRule: JsonSchema = {
@@ -127,7 +149,7 @@ const mutateRule: JsonSchema = {
       description: "Apply the API server's own defaults to each match (a PodTemplateSpec).",
     },
   },
-  anyOf: [{ required: ['setIfAbsent'] }, { required: ['podTemplateDefaults'] }],
+  'x-kubernetes-validations': [kindRule(MUTATE_KINDS, '>= 1', MUTATE_KIND_FAULT)],
 };
 
 /** An AdmissionPolicy's `spec`. */
@@ -155,6 +177,7 @@ export const policySpecSchema: JsonSchema = {
       type: 'array',
       description: 'Checks, after every matching policy has mutated the object.',
       items: validateRule,
+      maxItems: MAX_RULES,
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['name'],
     },
@@ -162,6 +185,7 @@ export const policySpecSchema: JsonSchema = {
       type: 'array',
       description: 'Changes, emitted as a JSON Patch.',
       items: mutateRule,
+      maxItems: MAX_RULES,
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['name'],
     },

@@ -30,7 +30,7 @@ export interface ScalingFeature extends Feature {
   readonly pollers: ReadonlyMap<string, MetricPoller>;
 }
 
-/** The feature; a ConfigError names a malformed scaling.allow entry. */
+/** The feature; a UserError names a malformed scaling.allow entry. */
 export function scalingFeature(settings: Pick<Config['scaling'], 'allow'>): ScalingFeature {
   const outbound = OutboundPolicy.from(settings.allow);
   const pollers = new Map<string, MetricPoller>();

@@ -3,7 +3,7 @@ import { createServer, get, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { ConfigError } from '../config/load.js';
+import { UserError } from '../errors.js';
 import { contains, parseCidr, parseIp } from './ip.js';
 import {
   guardedLookup,
@@ -120,7 +120,7 @@ describe('OutboundPolicy', () => {
       [{ hosts: ['a.*.svc'] }, 'scaling.allow.hosts[0]'],
     ];
     for (const [allow, message] of cases) {
-      expect(() => policy(allow)).toThrow(ConfigError);
+      expect(() => policy(allow)).toThrow(UserError);
       expect(() => policy(allow)).toThrow(message);
     }
   });

@@ -7,7 +7,7 @@
 // are not followed (sources.ts).
 import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
-import { ConfigError } from '../config/load.js';
+import { UserError } from '../errors.js';
 import {
   contains,
   embeddedV4,
@@ -97,7 +97,7 @@ function parseUrlEntry(text: string, at: string): URL {
     // reported below
   }
   if (!u || !/^https?:$/.test(u.protocol) || u.search || u.hash || u.username || u.password) {
-    throw new ConfigError(
+    throw new UserError(
       `${at}: ${JSON.stringify(text)} must be an http:// or https:// URL prefix without credentials, query or fragment`,
     );
   }
@@ -110,7 +110,7 @@ function parseHostEntry(text: string, at: string): HostEntry {
   if (ip) return { ip };
   const m = DNS_NAME.exec(host.replace(/\.$/, ''));
   if (!m) {
-    throw new ConfigError(
+    throw new UserError(
       `${at}: ${JSON.stringify(text)} must be a host name (optionally *.domain) or an IP address, without port or path`,
     );
   }
@@ -143,7 +143,7 @@ export class OutboundPolicy {
     private readonly cidrs: Cidr[],
   ) {}
 
-  /** The policy of scaling.allow; a ConfigError names the first malformed entry. */
+  /** The policy of scaling.allow; a UserError names the first malformed entry. */
   static from(allow: AllowList): OutboundPolicy {
     const at = (list: string, i: number) => `scaling.allow.${list}[${i}]`;
     return new OutboundPolicy(
@@ -152,7 +152,7 @@ export class OutboundPolicy {
       allow.cidrs.map((c, i) => {
         const parsed = parseCidr(c);
         if (!parsed) {
-          throw new ConfigError(
+          throw new UserError(
             `${at('cidrs', i)}: ${JSON.stringify(c)} is not an IP address or CIDR (10.0.0.0/8, fd00::/8)`,
           );
         }

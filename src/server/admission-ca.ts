@@ -7,7 +7,7 @@
 import type { X509Certificate } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parsePemBundle } from '../apiserver/auth/x509.js';
-import { ConfigError } from '../config/load.js';
+import { UserError } from '../errors.js';
 import type { Logger } from '../log.js';
 
 export interface AdmissionClientCa {
@@ -42,9 +42,9 @@ function read(file: string): Read {
 
 /**
  * Reads admission.clientCA now and every `pollMs`. `required` (admission.requireClientCert):
- * a file that cannot be used at start is a ConfigError, since every review would be refused.
+ * a file that cannot be used at start is a UserError, since every review would be refused.
  * Otherwise a missing file only means no caller is authenticated until it appears; an
- * unusable one at start is still a ConfigError (a mistake, not an absence), and one that
+ * unusable one at start is still a UserError (a mistake, not an absence), and one that
  * turns bad later keeps the previous certificates, logged once.
  */
 export function admissionClientCa(
@@ -54,7 +54,7 @@ export function admissionClientCa(
   const listeners = new Set<() => void>();
   if (!file) {
     if (opts.required)
-      throw new ConfigError('admission.requireClientCert needs admission.clientCA (a PEM file)');
+      throw new UserError('admission.requireClientCert needs admission.clientCA (a PEM file)');
     const none: X509Certificate[] = [];
     return {
       certs: () => none,
@@ -64,7 +64,7 @@ export function admissionClientCa(
     };
   }
   const state = read(file);
-  if ('error' in state && (opts.required || !state.missing)) throw new ConfigError(state.error);
+  if ('error' in state && (opts.required || !state.missing)) throw new UserError(state.error);
   if ('error' in state)
     opts.log.warn(
       { file, error: state.error },

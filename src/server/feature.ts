@@ -2,11 +2,12 @@
 // A feature declares what it serves (admission webhooks, CRD conversions, aggregated API
 // groups), how it
 // starts and stops, and when it is ready; the server mounts, registers and probes it.
-import type { Webhook } from '../admission/webhook.js';
+import { webhookPath, type Webhook } from '../admission/webhook.js';
 import type { GroupVersionDecl } from '../apiserver/types.js';
 import type { Conversion } from '../conversion/declare.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../log.js';
+import { UserError } from '../errors.js';
 
 export interface FeatureContext {
   /** The API server annex extends; null when annex runs without one (local demo). */
@@ -38,39 +39,69 @@ export interface Feature {
 /** Identity, for type inference in user modules: `export default defineFeature({...})`. */
 export const defineFeature = <F extends Feature>(feature: F): F => feature;
 
-/** Checks what the server relies on: unique names, webhook and conversion paths, groups and CRDs. */
+/** A webhook's declared, fully qualified name ("lb-guard.example.com"). */
+const declaredName = (w: Webhook) => w.registrations[0]?.name ?? w.name;
+const configurationKind = (w: Webhook) =>
+  w.type === 'mutating' ? 'MutatingWebhookConfiguration' : 'ValidatingWebhookConfiguration';
+const described = (w: Webhook, feature: string) =>
+  `${w.type} webhook "${declaredName(w)}" (feature "${feature}")`;
+
+/**
+ * Refuses, with one line naming both sides, declarations that would collide: at a URL path
+ * (a webhook is served at /validate/<first label of its name>, a conversion at
+ * /convert/<name>), in a registration object (a webhook configuration, a CRD's conversion, an
+ * API group) where the second would silently replace the first, or in a feature name.
+ */
 export function validateFeatures(features: readonly Feature[]): void {
-  const names = new Set<string>();
-  const paths = new Map<string, string>();
-  const groups = new Map<string, string>();
+  const webhooks = new Map<string, { w: Webhook; feature: string }>();
+  const owners = new Map<string, string>();
   for (const f of features) {
     if (typeof f?.name !== 'string' || f.name === '') {
-      throw new TypeError('every feature needs a non-empty name');
+      throw new UserError('every feature needs a non-empty name');
     }
-    if (names.has(f.name)) throw new TypeError(`two features are named "${f.name}"`);
-    names.add(f.name);
     for (const w of f.webhooks ?? []) {
-      const path = `${w.type}/${w.name}`;
-      const other = paths.get(path);
-      if (other)
-        throw new TypeError(`features "${other}" and "${f.name}" both serve webhook ${path}`);
-      paths.set(path, f.name);
-    }
-    for (const c of f.conversions ?? []) {
-      for (const [key, what] of [
-        [`convert/${c.name}`, `conversion path /convert/${c.name}`],
-        [`crd/${c.crdName}`, `the conversion of CRD ${c.crdName}`],
-      ] as const) {
-        const other = paths.get(key);
-        if (other) throw new TypeError(`features "${other}" and "${f.name}" both serve ${what}`);
-        paths.set(key, f.name);
+      const path = webhookPath(w);
+      const configuration = `${configurationKind(w)} ${w.configuration}`;
+      const atPath = webhooks.get(path);
+      if (atPath && declaredName(atPath.w) === declaredName(w)) {
+        const by =
+          atPath.feature === f.name
+            ? `twice by feature "${f.name}"`
+            : `by features "${atPath.feature}" and "${f.name}"`;
+        throw new UserError(
+          `${w.type} webhook "${declaredName(w)}" is declared ${by} (served at ${path}, registered as ${configuration}): declare it once`,
+        );
       }
+      if (atPath) {
+        throw new UserError(
+          `${described(atPath.w, atPath.feature)} and ${described(w, f.name)} would both be served at ${path} (the first label of a webhook's name is its URL segment): rename one`,
+        );
+      }
+      const inConfiguration = webhooks.get(configuration);
+      if (inConfiguration) {
+        throw new UserError(
+          `${described(inConfiguration.w, inConfiguration.feature)} and ${described(w, f.name)} would both be registered as ${configuration}, the second replacing the first: give one another configuration`,
+        );
+      }
+      webhooks.set(path, { w, feature: f.name });
+      webhooks.set(configuration, { w, feature: f.name });
     }
-    for (const g of f.groups ?? []) {
-      const other = groups.get(g.group);
-      if (other)
-        throw new TypeError(`features "${other}" and "${f.name}" both serve group ${g.group}`);
-      groups.set(g.group, f.name);
+    const claim = (key: string, what: string) => {
+      const other = owners.get(key);
+      if (other) throw new UserError(`features "${other}" and "${f.name}" both serve ${what}`);
+      owners.set(key, f.name);
+    };
+    for (const c of f.conversions ?? []) {
+      claim(`convert/${c.name}`, `conversion path /convert/${c.name}`);
+      claim(`crd/${c.crdName}`, `the conversion of CRD ${c.crdName}`);
     }
+    for (const g of f.groups ?? []) claim(`group/${g.group}`, `group ${g.group}`);
+  }
+  // Last: a module's bare webhook is a feature named after it, so a webhook declared twice
+  // is reported as such above, not as two features of one name.
+  const names = new Set<string>();
+  for (const { name } of features) {
+    if (names.has(name)) throw new UserError(`two features are named "${name}"`);
+    names.add(name);
   }
 }

@@ -12,7 +12,7 @@ import { allow } from '../admission/verdict.js';
 import { validatingWebhook, type ReviewContext } from '../admission/webhook.js';
 import { createCa, ensureCertificates, issue, loadServingMaterial } from '../certs/index.js';
 import { crdConversion } from '../conversion/declare.js';
-import { ConfigError } from '../config/load.js';
+import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { admissionClientCa } from './admission-ca.js';
 import { reviewRoutes } from './app.js';
@@ -229,18 +229,18 @@ describe('review callers', () => {
 });
 
 describe('admission.clientCA at start', () => {
-  it('is a ConfigError naming the file when unusable, or missing while required', () => {
+  it('is a UserError naming the file when unusable, or missing while required', () => {
     const bad = join(dir, 'bad.crt');
     writeFileSync(bad, 'not a certificate');
     expect(() => admissionClientCa(bad, { required: false, log })).toThrow(
-      new ConfigError(`admission.clientCA: ${bad} holds no PEM certificate`),
+      new UserError(`admission.clientCA: ${bad} holds no PEM certificate`),
     );
     const missing = join(dir, 'missing.crt');
     expect(() => admissionClientCa(missing, { required: true, log })).toThrow(
-      new ConfigError(`admission.clientCA: cannot read ${missing}: ENOENT`),
+      new UserError(`admission.clientCA: cannot read ${missing}: ENOENT`),
     );
     expect(() => admissionClientCa('', { required: true, log })).toThrow(
-      new ConfigError('admission.requireClientCert needs admission.clientCA (a PEM file)'),
+      new UserError('admission.requireClientCert needs admission.clientCA (a PEM file)'),
     );
   });
 

@@ -14,7 +14,9 @@ import {
   type ServingMaterial,
 } from '../certs/index.js';
 import { hasTargets, injectWithClient } from '../certs/inject.js';
-import { ConfigError, loadConfig, type Config, type ConfigOverrides } from '../config/load.js';
+import { loadConfig, type Config, type ConfigOverrides } from '../config/load.js';
+import { DEFAULT_SHUTDOWN_DELAY_SECONDS } from '../config/schema.js';
+import { UserError } from '../errors.js';
 import { connectKube } from '../kube/connect.js';
 import { createLogger, type Logger } from '../log.js';
 import { parsePemBundle } from '../apiserver/auth/x509.js';
@@ -58,6 +60,14 @@ export async function startAnnex(
   log: Logger,
   extra: Feature[] = [],
 ): Promise<Annex> {
+  // The user's modules first: one that does not load or collides is refused before
+  // anything is written or started.
+  const features = [
+    ...builtinFeatures(config),
+    ...extra,
+    ...(await loadFeatureModules(config.features)),
+  ];
+  validateFeatures(features);
   const kube = connectKube(config.kube);
   const shared = await sharedCertificates(config, kube, log);
   if (!shared) await prepareCertificates(config.tls, log);
@@ -66,7 +76,7 @@ export async function startAnnex(
     serving = loadServingMaterial(config.tls.dir);
   } catch (e) {
     shared?.stop();
-    throw new ConfigError(`cannot load TLS material: ${(e as Error).message}`);
+    throw new UserError(`cannot load TLS material: ${(e as Error).message}`);
   }
 
   const webhookClientCa = admissionClientCa(config.admission.clientCA, {
@@ -75,21 +85,15 @@ export async function startAnnex(
   });
   const callers = reviewCallers(webhookClientCa);
   if (config.registration.apply && !kube)
-    throw new ConfigError(
+    throw new UserError(
       'registration.apply needs an API server: set kube.kubeconfig or run in a cluster',
     );
   if (config.registration.apply && !serving.ca)
-    throw new ConfigError(
+    throw new UserError(
       `registration.apply needs a CA to register: ${config.tls.dir} has no ca.crt`,
     );
   const injectCa = caInjector(config, kube, log);
   await injectCa(serving.ca);
-  const features = [
-    ...builtinFeatures(config),
-    ...extra,
-    ...(await loadFeatureModules(config.features)),
-  ];
-  validateFeatures(features);
   const { webhooks, conversions, groups } = declarationsOf(features);
   const auth = await startAuth(config, kube, groups.length > 0, log);
   const started: Feature[] = [];
@@ -108,7 +112,7 @@ export async function startAnnex(
     }
   } catch (e) {
     await teardown();
-    throw new ConfigError(
+    throw new UserError(
       `feature "${features[started.length]?.name}" failed to start: ${(e as Error).message}`,
     );
   }
@@ -211,7 +215,10 @@ export async function startAnnex(
     registrar,
     shutdown: async () => {
       shuttingDown = true;
-      const delaySeconds = config.server.shutdownDelaySeconds;
+      // The delay lets the API server and the Service's endpoints stop sending; with no API
+      // server (a laptop's `npm start`) nothing routes by readiness: no wait unless asked for.
+      const delaySeconds =
+        config.server.shutdownDelaySeconds ?? (kube ? DEFAULT_SHUTDOWN_DELAY_SECONDS : 0);
       log.info({ delaySeconds }, 'shutting down: /readyz is 503, still serving');
       await new Promise((r) => setTimeout(r, delaySeconds * 1000));
       await close();
@@ -254,16 +261,14 @@ function caInjector(config: Config, kube: ReturnType<typeof connectKube>, log: L
   const targets = config.tls.inject;
   if (!hasTargets(targets)) return async (_ca?: string) => {};
   if (!kube)
-    throw new ConfigError(
-      'tls.inject needs an API server: set kube.kubeconfig or run in a cluster',
-    );
+    throw new UserError('tls.inject needs an API server: set kube.kubeconfig or run in a cluster');
   return async (ca?: string) => {
-    if (!ca) throw new ConfigError(`tls.inject is set but ${config.tls.dir} has no ca.crt`);
+    if (!ca) throw new UserError(`tls.inject is set but ${config.tls.dir} has no ca.crt`);
     let done;
     try {
       done = await injectWithClient(kube, Buffer.from(ca).toString('base64'), targets);
     } catch (e) {
-      throw new ConfigError(`cannot inject the caBundle (tls.inject): ${(e as Error).message}`);
+      throw new UserError(`cannot inject the caBundle (tls.inject): ${(e as Error).message}`);
     }
     for (const d of done)
       log.info({ kind: d.kind, name: d.name, changed: d.changed }, 'caBundle injected');
@@ -279,9 +284,7 @@ async function sharedCertificates(
   const t = config.tls;
   if (!t.secret) return null;
   if (!kube)
-    throw new ConfigError(
-      'tls.secret needs an API server: set kube.kubeconfig or run in a cluster',
-    );
+    throw new UserError('tls.secret needs an API server: set kube.kubeconfig or run in a cluster');
   try {
     return await startSharedCertificates({
       kube,
@@ -298,7 +301,7 @@ async function sharedCertificates(
       log: log.child({ component: 'shared-certs' }),
     });
   } catch (e) {
-    throw new ConfigError(`tls.secret ${t.namespace}/${t.secret}: ${(e as Error).message}`);
+    throw new UserError(`tls.secret ${t.namespace}/${t.secret}: ${(e as Error).message}`);
   }
 }
 
@@ -337,7 +340,7 @@ async function startAuth(
   }
   if (!servesGroups) return null;
   if (!isLoopback(config.server.host)) {
-    throw new ConfigError(
+    throw new UserError(
       `no API server to delegate authentication to (set kube.kubeconfig, or run in a cluster); refusing to serve the aggregated API unauthenticated on ${config.server.host} — use --host 127.0.0.1 for a local demo`,
     );
   }
@@ -363,7 +366,7 @@ async function listenOrExplain(
   } catch (e) {
     const err = e as NodeJS.ErrnoException;
     if (err.code === 'EADDRINUSE' || err.code === 'EACCES' || err.code === 'EADDRNOTAVAIL') {
-      throw new ConfigError(
+      throw new UserError(
         `cannot listen on ${config.server.host}:${config.server.port}: ${err.code} (set --port or server.port)`,
       );
     }

@@ -1,11 +1,20 @@
 // The examples as a user has them: annex packed with `npm pack`, installed from the
 // tarball into a fresh project, each example type-checked with `tsc --strict` against the
 // published declarations, then served by the installed `annex serve --load ...` against
-// the real kube-apiserver and used through kubectl.
+// the real kube-apiserver and used through kubectl. And the README's "Build your own" run
+// exactly as written, from the same tarball, up to its scene in `npx annex demo`.
 import { execFile, spawn, type ChildProcess } from 'node:child_process';
-import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parseAllDocuments } from 'yaml';
@@ -42,13 +51,14 @@ describeCluster('examples, from a packed tarball', (c) => {
   let log = '';
   let registered: any[] = [];
   let ns = '';
+  let tarball = '';
   let tscOutput = '';
 
   beforeAll(async () => {
     const packed = await run('npm', ['pack', '--ignore-scripts', '--pack-destination', dir], {
       cwd: repo,
     });
-    const tarball = join(dir, packed.stdout.trim().split('\n').pop()!);
+    tarball = join(dir, packed.stdout.trim().split('\n').pop()!);
     writeFileSync(
       join(dir, 'package.json'),
       JSON.stringify({
@@ -277,4 +287,138 @@ describeCluster('examples, from a packed tarball', (c) => {
     });
     expect(explicit.stderr).not.toContain('may not escalate');
   });
+
+  it(`the README's "Build your own", exactly as written, in an npm init -y project`, async () => {
+    const readme = buildYourOwn();
+    expect(readme.ts).toBe(readFileSync(join(repo, 'examples/pinned-images/feature.ts'), 'utf8'));
+    // Beside a checkout of annex holding its `npm pack`, as the README assumes.
+    const home = mkdtempSync(join(tmpdir(), 'annex-newcomer-'));
+    mkdirSync(join(home, 'annex'));
+    cpSync(tarball, join(home, 'annex', basename(tarball)));
+    // npm's cache first: the registry is asked only for what it lacks.
+    const env: NodeJS.ProcessEnv = {
+      ...process.env,
+      KUBECONFIG: '',
+      npm_config_prefer_offline: 'true',
+    };
+    try {
+      await run('bash', ['-euo', 'pipefail', '-c', readme.sh], {
+        cwd: home,
+        env,
+        timeout: 600_000,
+      });
+      const project = join(home, 'pinned-images');
+      writeFileSync(join(project, 'feature.ts'), readme.ts);
+      const [demoCommand] = commandsOf(readme.demo);
+      // Its own process group, as a terminal's: Ctrl-C reaches npx, node and the control plane.
+      const demo = spawn('bash', ['-c', demoCommand!], {
+        cwd: project,
+        env,
+        detached: true,
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let out = '';
+      demo.stdout!.on('data', (d) => (out += d));
+      demo.stderr!.on('data', (d) => (out += d));
+      const exited = new Promise<number | null>((r) => demo.once('exit', (code) => r(code)));
+      let demoDir = '';
+      try {
+        const ready = await Promise.race([
+          exited.then(() => false),
+          (async () => {
+            while (!out.includes('annex demo is ready'))
+              await new Promise((r) => setTimeout(r, 200));
+            return true;
+          })(),
+        ]);
+        expect(ready, out).toBe(true);
+        const kubeconfig = /export KUBECONFIG=(\S+)/.exec(out)![1]!;
+        const demoKubectl = /alias kubectl=(\S+)/.exec(out)![1]!;
+        demoDir = dirname(kubeconfig);
+        // "In another shell, with the KUBECONFIG and the kubectl it printed".
+        const shell = (command: string) =>
+          run('bash', ['-c', `${command} 2>&1`], {
+            env: { ...env, KUBECONFIG: kubeconfig, PATH: `${dirname(demoKubectl)}:${env.PATH}` },
+          }).then(
+            (r) => ({ code: 0, out: r.stdout }),
+            (e: { code: number; stdout: string }) => ({ code: e.code, out: e.stdout }),
+          );
+        const [command, ...expected] = readme.scene;
+        const scene = await shell(command!);
+        expect(scene.code).toBe(1);
+        expect(scene.out.trimEnd().split('\n')).toEqual(expected);
+
+        // What kube-controller-manager brings: a new namespace's ServiceAccount (Pods can be
+        // created), garbage collection, and namespace deletion that completes.
+        await shell('kubectl create namespace newcomer');
+        const pod = await eventually(async () => {
+          const r = await shell('kubectl run app -n newcomer --image=nginx:1.27');
+          return r.code === 0 ? r.out : undefined;
+        }, 60_000);
+        expect(pod).toContain('pod/app created');
+        await shell('kubectl create deployment web -n newcomer --image=nginx:1.27');
+        await eventually(async () => {
+          const r = await shell('kubectl get replicasets -n newcomer -o name');
+          return r.out.includes('replicaset.apps/web-') ? true : undefined;
+        }, 60_000);
+        await shell('kubectl delete deployment web -n newcomer');
+        await eventually(async () => {
+          const r = await shell('kubectl get replicasets -n newcomer -o name');
+          return r.code === 0 && r.out.trim() === '' ? true : undefined;
+        }, 60_000);
+        const deleted = await shell('kubectl delete namespace newcomer --timeout=120s');
+        expect(deleted).toEqual({ code: 0, out: 'namespace "newcomer" deleted\n' });
+      } finally {
+        process.kill(-demo.pid!, 'SIGINT');
+      }
+      // Ctrl-C stops annex and the control plane (every process of the group), and deletes
+      // their files. (npx passes the signal on and exits by it: its code says nothing.)
+      await exited;
+      const groupGone = () => {
+        try {
+          process.kill(-demo.pid!, 0);
+          return false;
+        } catch {
+          return true;
+        }
+      };
+      await eventually(
+        async () => (groupGone() && !existsSync(demoDir) ? true : undefined),
+        60_000,
+      );
+      expect(out).not.toMatch(/^annex: |\n\s+at /m);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  }, 900_000);
 });
+
+/** The README's "Build your own": the feature, the project's commands, the demo and its scene. */
+function buildYourOwn() {
+  const readme = readFileSync(join(repo, 'README.md'), 'utf8');
+  const start = readme.indexOf('\n## Build your own\n');
+  const section = readme.slice(start, readme.indexOf('\n## ', start + 1));
+  const blocks = [...section.matchAll(/```(\w+)\n([\s\S]*?)```/g)].map((m) => ({
+    lang: m[1],
+    text: m[2]!,
+  }));
+  const [demo, scene] = blocks.filter((b) => b.lang === 'console').map((b) => b.text);
+  return {
+    ts: blocks.find((b) => b.lang === 'ts')!.text,
+    sh: blocks.find((b) => b.lang === 'sh')!.text,
+    demo: demo!,
+    // `$ command` and the lines it prints.
+    scene: scene!
+      .trimEnd()
+      .split('\n')
+      .map((l, i) => (i === 0 ? l.replace(/^\$ /, '') : l)),
+  };
+}
+
+/** The `$ ` lines of a console block, without their trailing `# comment`. */
+function commandsOf(block: string): string[] {
+  return block
+    .split('\n')
+    .filter((l) => l.startsWith('$ '))
+    .map((l) => l.slice(2).replace(/\s+#.*$/, ''));
+}

@@ -22,6 +22,12 @@ const PLURAL = {
 } as const;
 type Kind = keyof typeof PLURAL;
 
+/**
+ * Audit decisions belong in annex's decision log (the API server would write them to its
+ * audit log instead): a policy recording them stays on annex's webhook.
+ */
+export const recordsAudit = (p: CompiledPolicy): boolean => p.actions.includes('Audit');
+
 /** The generated objects of every policy that compiles, by policy name. */
 export function celObjects(
   policies: readonly CompiledPolicy[],

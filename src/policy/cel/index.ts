@@ -9,5 +9,5 @@ export {
   type CelOptions,
   type CelStatus,
 } from './compile.js';
-export { celObjects, syncCel, webhookPolicies } from './apply.js';
+export { celObjects, recordsAudit, syncCel, webhookPolicies } from './apply.js';
 export { explainCel, type RuleEngine } from './explain.js';

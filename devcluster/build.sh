@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Builds kube-apiserver, kubectl, kube-controller-manager and etcd from Go modules into a cache outside
 # the repo: ${ANNEX_K8S_CACHE:-~/.cache/annex/k8s}/<k8s>-etcd<etcd>/bin.
+# Shipped in the package (`files` in package.json): `annex demo` runs it from an installed
+# annex as from a checkout, and the tests and .ci/run use this same copy.
 # k8s.io/kubernetes pins its staging modules at v0.0.0 and replaces them with
 # local paths, so `go install` cannot build it; a harness module that replaces
-# each staging module with its published v0.X.Y tag can (see docs/control-plane.md).
+# each staging module with its published v0.X.Y tag can (see docs/architecture.md, "The test control plane").
 # Prints the bin directory on stdout; progress goes to stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

@@ -1,0 +1,105 @@
+// What the API server answers with a set of AdmissionPolicies installed the way annex
+// installs them: with policy.native (the default) each policy that compiles to CEL is
+// enforced by the API server itself as a Mutating/ValidatingAdmissionPolicy, the rest by
+// annex's webhooks. Pure, like evaluate.ts, whose verdicts it reuses: only the envelope
+// differs, and kube-apiserver's admission order (pkg/kubeapiserver/options/plugins.go:
+// MutatingAdmissionPolicy, MutatingAdmissionWebhook, ValidatingAdmissionPolicy,
+// ValidatingAdmissionWebhook) decides what is seen: a VAP's denial stops the request
+// before annex's validating webhook is called.
+import { goQuote } from '../admission/names/index.js';
+import type { AdmissionRequest } from '../admission/review.js';
+import type { FieldCause } from '../admission/verdict.js';
+import { qualifiedResource, StatusError, type Status } from '../apiserver/status.js';
+import { bindingName, celObjects, recordsAudit, vapName, type CelOptions } from './cel/index.js';
+import type { CompiledPolicy } from './compile.js';
+import { evaluate, type EvaluateContext } from './evaluate.js';
+import type { Evaluation } from './types.js';
+
+export interface InstalledOptions extends CelOptions {
+  /** policy.native: hand the policies CEL can express to the API server (default true). */
+  native?: boolean;
+}
+
+export interface InstalledEvaluation extends Evaluation {
+  /**
+   * When several ValidatingAdmissionPolicies deny, the API server reports the first it
+   * evaluated, in no fixed order (a Go map's): `status` names the first in policy order,
+   * these the other policies it may name instead.
+   */
+  otherDenials: string[];
+}
+
+/** The VAP's messageExpression (cel/compile.ts): one cause as it is, several as `[a, b]`. */
+function vapMessage(causes: readonly FieldCause[]): string {
+  const rendered = causes.map((c) => `${c.field}: ${c.message}`);
+  return rendered.length === 1 ? rendered[0]! : `[${rendered.join(', ')}]`;
+}
+
+/**
+ * The ValidatingAdmissionPolicy plugin's refusal (validating/dispatcher.go): admission's
+ * NewForbidden wording, the validation's reason (Invalid, so 422), and the inner message
+ * again as the only cause — which kubectl prints after `is invalid: : `.
+ */
+function vapDenial(request: AdmissionRequest, policy: string, message: string): Status {
+  const inner = `ValidatingAdmissionPolicy '${vapName(policy)}' with binding '${bindingName(policy)}' denied request: ${message}`;
+  const { group, resource } = request.resource;
+  const name = request.name || 'Unknown';
+  return new StatusError(
+    422,
+    'Invalid',
+    `${qualifiedResource(resource, group)} ${goQuote(name)} is forbidden: ${inner}`,
+    { name, ...(group ? { group } : {}), kind: resource, causes: [{ message: inner }] },
+  ).status;
+}
+
+/** Evaluate `policies` on `request` as the API server does with them installed. */
+export function evaluateAsInstalled(
+  policies: readonly CompiledPolicy[],
+  request: AdmissionRequest,
+  opts: InstalledOptions = {},
+  ctx: EvaluateContext = {},
+): InstalledEvaluation {
+  const { native = true, ...celOpts } = opts;
+  const compiled = native
+    ? celObjects(
+        policies.filter((p) => !recordsAudit(p)),
+        celOpts,
+      )
+    : new Map();
+  const apiServer = policies.filter((p) => compiled.has(p.name));
+  const webhook = policies.filter((p) => !compiled.has(p.name));
+  // Every mutation (the API server's, then the webhook's) before any validation: the
+  // chain's order, so one evaluation gives the final object and every policy's causes.
+  const all = evaluate([...apiServer, ...webhook], request, ctx);
+  const base = { ...(all.mutated ? { mutated: all.mutated } : {}), decisions: all.decisions };
+
+  const causes = new Map<string, FieldCause[]>();
+  for (const d of all.decisions)
+    causes.set(d.policy, [...(causes.get(d.policy) ?? []), ...d.causes]);
+  const warnings: string[] = [];
+  const denials: string[] = [];
+  for (const p of apiServer) {
+    const failed = causes.get(p.name);
+    if (!failed) continue;
+    if (p.actions.includes('Deny')) denials.push(p.name);
+    if (p.actions.includes('Warn')) {
+      warnings.push(
+        `Validation failed for ValidatingAdmissionPolicy '${vapName(p.name)}' with binding '${bindingName(p.name)}': ${vapMessage(failed)}`,
+      );
+    }
+  }
+  const [first, ...otherDenials] = denials;
+  if (first !== undefined) {
+    const status = vapDenial(request, first, vapMessage(causes.get(first)!));
+    return { ...base, allowed: false, status, warnings, otherDenials };
+  }
+  // Only now is annex's validating webhook called, with the mutated object.
+  const hook = evaluate(webhook, all.mutated ? { ...request, object: all.mutated } : request, ctx);
+  return {
+    ...base,
+    allowed: hook.allowed,
+    ...(hook.status ? { status: hook.status } : {}),
+    warnings: [...warnings, ...hook.warnings],
+    otherDenials: [],
+  };
+}
