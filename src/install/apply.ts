@@ -7,6 +7,7 @@
 import type { KubeClient } from '../kube/client.js';
 import { KubeApiError } from '../kube/errors.js';
 import { REGISTRATION_PATHS } from '../manifests/register.js';
+import { POLICY_LABEL } from '../policy/cel/compile.js';
 import { NAME_LABEL, type Obj } from './bundle.js';
 
 export const INSTALL_MANAGER = 'annex-install';
@@ -15,6 +16,8 @@ interface Kind {
   /** Collection path; `{ns}` for namespaced kinds. */
   path: string;
 }
+
+const ADMISSION = '/apis/admissionregistration.k8s.io/v1';
 
 const KINDS: Record<string, Kind> = {
   Namespace: { path: '/api/v1/namespaces' },
@@ -35,7 +38,22 @@ const KINDS: Record<string, Kind> = {
   APIService: { path: REGISTRATION_PATHS.APIService! },
   ValidatingWebhookConfiguration: { path: REGISTRATION_PATHS.ValidatingWebhookConfiguration! },
   MutatingWebhookConfiguration: { path: REGISTRATION_PATHS.MutatingWebhookConfiguration! },
+  ValidatingAdmissionPolicyBinding: { path: `${ADMISSION}/validatingadmissionpolicybindings` },
+  ValidatingAdmissionPolicy: { path: `${ADMISSION}/validatingadmissionpolicies` },
+  MutatingAdmissionPolicyBinding: { path: `${ADMISSION}/mutatingadmissionpolicybindings` },
+  MutatingAdmissionPolicy: { path: `${ADMISSION}/mutatingadmissionpolicies` },
 };
+
+/**
+ * What the policy feature hands the API server (policy.native), labelled with their policy:
+ * not in the bundle, so swept by that label, bindings before policies.
+ */
+const POLICY_KINDS = [
+  'ValidatingAdmissionPolicyBinding',
+  'ValidatingAdmissionPolicy',
+  'MutatingAdmissionPolicyBinding',
+  'MutatingAdmissionPolicy',
+];
 
 const REGISTRATION_KINDS = [
   'MutatingWebhookConfiguration',
@@ -172,8 +190,16 @@ async function sweep(
   kind: string,
   ns: string | undefined,
   say: Say,
+  labelSelector = NAME_LABEL,
 ): Promise<void> {
-  const list = await kube.list<Obj>(collection(kind, ns), { labelSelector: NAME_LABEL });
+  let list: { items: Obj[] };
+  try {
+    list = await kube.list<Obj>(collection(kind, ns), { labelSelector });
+  } catch (e) {
+    // A kind this API server does not serve (MutatingAdmissionPolicy off): nothing of it to delete.
+    if (e instanceof KubeApiError && e.code === 404) return;
+    throw e;
+  }
   for (const o of list.items) {
     const path = `${collection(kind, o.metadata.namespace)}/${o.metadata.name}`;
     if (await deleteIfThere(kube, path)) say(`deleted ${kind.toLowerCase()}/${o.metadata.name}`);
@@ -200,6 +226,7 @@ export async function uninstall(
       waitMs,
     );
   }
+  for (const kind of POLICY_KINDS) await sweep(kube, kind, undefined, say, POLICY_LABEL);
   const namespaces = [
     ...new Set(bundle.map((o) => o.metadata.namespace as string | undefined).filter((n) => n)),
   ] as string[];
