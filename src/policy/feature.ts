@@ -21,7 +21,9 @@ import { loadServingMaterial } from '../certs/index.js';
 import { loadPolicies } from '../cli/check.js';
 import type { Config } from '../config/load.js';
 import type { KubeClient } from '../kube/client.js';
+import { ItemBackoff } from '../kube/backoff.js';
 import { setCondition } from '../kube/conditions.js';
+import { KubeApiError } from '../kube/errors.js';
 import { EventRecorder, kubeEventSink } from '../kube/events.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
@@ -386,8 +388,19 @@ export function policyFeature(config: Config): Feature {
   let nativeStored = new Map<string, string>();
   let nativeBusy = false;
   let nativeAgain = false;
-  let nativeRetry: NodeJS.Timeout | undefined;
-  let nativeDelay = 0;
+  // Every write of this feature that fails is tried again after a per-item backoff.
+  const backoff = new ItemBackoff<string>();
+  const retries = new Set<NodeJS.Timeout>();
+  const retryLater = (key: string, fn: () => void) => {
+    const delay = backoff.fail(key);
+    const t = setTimeout(() => {
+      retries.delete(t);
+      fn();
+    }, delay);
+    t.unref();
+    retries.add(t);
+    return delay;
+  };
   function syncNative(): void {
     if (!kube) return;
     if (nativeBusy) {
@@ -396,23 +409,20 @@ export function policyFeature(config: Config): Feature {
     }
     const want = new Map([...native].map(([name, o]) => [name, JSON.stringify(o)]));
     if (JSON.stringify([...want]) === JSON.stringify([...nativeStored])) return;
-    clearTimeout(nativeRetry);
     nativeBusy = true;
     void syncCel(kube, native)
       .then(
         () => {
           nativeStored = want;
-          nativeDelay = 0;
+          backoff.forget('cel');
           refreshStatuses();
         },
         (e: Error) => {
-          nativeDelay = Math.min(nativeDelay ? nativeDelay * 2 : 500, 30_000);
+          const retryInMs = retryLater('cel', syncNative);
           flog?.error(
-            { error: e.message, retryInMs: nativeDelay },
+            { error: e.message, retryInMs },
             'cannot apply the policies compiled to CEL; retrying',
           );
-          nativeRetry = setTimeout(syncNative, nativeDelay);
-          nativeRetry.unref();
         },
       )
       .finally(() => {
@@ -436,14 +446,17 @@ export function policyFeature(config: Config): Feature {
       flog?.warn({ policy: obj.metadata.name, error: c.error }, 'policy does not compile');
   }
 
+  function servingCert(): string {
+    try {
+      return loadServingMaterial(config.tls.dir).cert;
+    } catch {
+      return ''; // None readable: no caBundle can be judged to verify it.
+    }
+  }
+
   function refreshStatuses(): void {
     if (!kube) return;
-    let cert = '';
-    try {
-      cert = loadServingMaterial(config.tls.dir).cert;
-    } catch {
-      // No serving certificate readable: no caBundle can be judged to verify it.
-    }
+    const cert = servingCert();
     for (const obj of latest.values()) void writeStatus(obj, set.put(obj), cert);
   }
 
@@ -518,8 +531,9 @@ export function policyFeature(config: Config): Feature {
           ),
         })
       : '';
-    if (written.get(obj.metadata.name) === key || held === key) return;
-    written.set(obj.metadata.name, key);
+    const name = obj.metadata.name;
+    if (written.get(name) === key || held === key) return;
+    written.set(name, key);
     try {
       await kube.patch(
         `${POLICIES_PATH}/${encodeURIComponent(obj.metadata.name)}/status`,
@@ -532,10 +546,19 @@ export function policyFeature(config: Config): Feature {
         'apply',
         { fieldManager: FIELD_MANAGER, force: true },
       );
+      backoff.forget(`status/${name}`);
     } catch (e) {
-      written.delete(obj.metadata.name);
-      // Gone meanwhile (404) or a newer generation on its way: the next event writes again.
-      flog?.debug({ policy: obj.metadata.name, error: (e as Error).message }, 'status not written');
+      written.delete(name);
+      // Gone meanwhile: nothing to write. Else (API server away, 409, 5xx) again after a backoff.
+      if (e instanceof KubeApiError && e.code === 404) return;
+      const retryInMs = retryLater(`status/${name}`, () => {
+        const now = latest.get(name);
+        if (now) void writeStatus(now, set.put(now), servingCert());
+      });
+      flog?.warn(
+        { policy: name, error: (e as Error).message, retryInMs },
+        'status not written; retrying',
+      );
     }
   }
 
@@ -651,7 +674,7 @@ export function policyFeature(config: Config): Feature {
       );
     },
     stop: async () => {
-      clearTimeout(nativeRetry);
+      for (const t of retries) clearTimeout(t);
       for (const s of stops.splice(0)) s();
       view?.stop();
       await recorder?.idle();
