@@ -156,7 +156,7 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
     );
     await eventually(async () => {
       const t = await kubectlOk(['get', 'admissionpolicy', 'workload-names']);
-      return /^workload-names\s+\["Deny"\]\s+\S+\s+true\s/m.test(t) ? t : undefined;
+      return /^workload-names\s+Deny\s+Pod,\S+\s+True\s+True\s+webhook\s/m.test(t) ? t : undefined;
     }, 10_000);
     // Only matching requests reach annex: the rules are the policy's kinds and CREATE.
     const vwc = JSON.parse(
