@@ -3,7 +3,7 @@
 // expressions cannot call methods, and a rule the time budget leaves no room for fails
 // per its policy's failurePolicy instead of delaying the answer.
 import { describe, expect, it } from 'vitest';
-import type { AdmissionRequest } from '../admission/review.js';
+import { configMapRequest } from '../../test/unit/configmap-request.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
 import { PolicyCompileError } from './types.js';
 import { evaluate, OUT_OF_TIME } from './evaluate.js';
@@ -24,18 +24,7 @@ const onValue = (pattern: string, failurePolicy = 'Fail') =>
     validate: [{ name: 'v', path: '$.data.v', schema: { type: 'string', pattern } }],
   });
 
-function request(v: string): AdmissionRequest {
-  return {
-    uid: 'u',
-    kind: { group: '', version: 'v1', kind: 'ConfigMap' },
-    resource: { group: '', version: 'v1', resource: 'configmaps' },
-    name: 'c',
-    namespace: 'shop',
-    operation: 'CREATE',
-    userInfo: {},
-    object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { v } },
-  };
-}
+const request = (v: string) => configMapRequest({ v });
 
 const timed = <T>(f: () => T): [T, number] => {
   const t0 = performance.now();
