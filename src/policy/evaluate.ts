@@ -20,15 +20,9 @@ import { denyInvalid, invalidField, type FieldCause } from '../admission/verdict
 import type { KubeObject } from '../apiserver/types.js';
 import { boundCauses, boundWarnings, quoter, type Quote } from './bounds.js';
 import type { CompiledMutateRule, CompiledPolicy, CompiledValidateRule } from './compile.js';
+import { matchesWithin } from './cost.js';
 import { policyMatches, type MatchContext } from './match.js';
-import {
-  fieldOfPath,
-  isRecord,
-  matchesOf,
-  renderField,
-  walkPointer,
-  type PathMatch,
-} from './paths.js';
+import { fieldOfPath, isRecord, renderField, walkPointer, type PathMatch } from './paths.js';
 import type { Evaluation, PolicyAction, PolicyDecision } from './types.js';
 
 export type EvaluateContext = MatchContext & {
@@ -89,7 +83,7 @@ function nameCauses(
 
 /** The causes of one rule on `obj`; throws when the path cannot be evaluated on it. */
 function validateRule(rule: CompiledValidateRule, obj: object, quote: Quote): FieldCause[] {
-  const matches = matchesOf(rule.path, obj);
+  const matches = matchesWithin(rule.path, obj);
   switch (rule.type) {
     case 'required':
       return matches.some((m) => present(m.value))
@@ -160,7 +154,7 @@ function replaceAt(root: unknown, segments: readonly (string | number)[], value:
  * change with `root`, which is never modified. Returns `root` itself when nothing changed.
  */
 function mutateRule(rule: CompiledMutateRule, root: KubeObject): KubeObject {
-  const matches = matchesOf(rule.path, root);
+  const matches = matchesWithin(rule.path, root);
   const bad = matches.find((m) => !isRecord(m.value));
   if (bad) throw new Error(`${bad.field || 'the object'} is not an object`);
   let out = root;
