@@ -29,6 +29,7 @@ import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../server/feature.js';
 import { celObjects, recordsAudit, syncCel, webhookPolicies } from './cel/apply.js';
+import { boundCauses, boundWarnings } from './bounds.js';
 import { celStatus, type CelObjects } from './cel/compile.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
 import { admissionEventsGroup, DecisionLog, observeEvaluation } from './decision-log.js';
@@ -180,9 +181,11 @@ export function decide(
     warnings.push(...e.warnings);
   }
   const denyCauses = decisions.filter((d) => d.action === 'Deny').flatMap((d) => d.causes);
-  if (!denyCauses.length) return { verdict: allow(warnings), decisions };
-  const v = denyInvalid(req, denyCauses);
-  return { verdict: warnings.length ? { ...v, warnings } : v, decisions };
+  // Each evaluation bounded its own; bounded again, as they add up across policies.
+  const shown = boundWarnings(warnings);
+  if (!denyCauses.length) return { verdict: allow(shown), decisions };
+  const v = denyInvalid(req, boundCauses(denyCauses));
+  return { verdict: shown.length ? { ...v, warnings: shown } : v, decisions };
 }
 
 /** The mutating answer: every matching policy's mutate rules, in order. */
