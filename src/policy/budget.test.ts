@@ -122,11 +122,25 @@ describe('the time budget', () => {
       ],
     });
 
-  it('Fail: a rule left without time denies, naming the budget', () => {
+  it('Fail: rules left without time deny, with one cause naming the budget', () => {
     const e = evaluate([two('Fail')], request('x'), { deadline: performance.now() - 1 });
     expect(e.allowed).toBe(false);
-    expect(e.decisions.map((d) => d.rule)).toEqual(['first', 'second']);
-    expect(e.status?.details?.causes?.[0]?.message).toContain(OUT_OF_TIME);
+    expect(e.decisions.map((d) => d.rule)).toEqual(['first']);
+    expect(e.status?.details?.causes?.map((c) => c.message)).toEqual([
+      `Internal error: rule "first": ${OUT_OF_TIME}; nor was the rule after it`,
+    ]);
+  });
+
+  it('a rule that would likely end past the deadline is not started', () => {
+    // The slowest rule so far took 50 ms; 20 ms are left.
+    const pace = { slowestRuleMs: 50 };
+    const e = evaluate([two('Fail')], request('x'), { deadline: performance.now() + 20, pace });
+    expect(e.decisions.map((d) => d.rule)).toEqual(['first']);
+    const roomy = evaluate([two('Fail')], request('x'), {
+      deadline: performance.now() + 10_000,
+      pace,
+    });
+    expect(roomy).toMatchObject({ allowed: true, decisions: [] });
   });
 
   it('Ignore: rules left without time are skipped', () => {

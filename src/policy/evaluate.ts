@@ -28,11 +28,18 @@ import type { Evaluation, PolicyAction, PolicyDecision } from './types.js';
 export type EvaluateContext = MatchContext & {
   /**
    * When the answer is due (performance.now() ms): the webhook's budget from ?timeout=.
-   * A rule not started by then is not evaluated but fails, as a rule that cannot be
-   * evaluated does: its policy's failurePolicy decides (Fail: an error cause; Ignore:
-   * skipped), so the answer goes out within the API server's deadline.
+   * Rules not started by then are not evaluated but fail, as a rule that cannot be
+   * evaluated does: its policy's failurePolicy decides (Fail: one error cause for the
+   * policy's rules left; Ignore: skipped), so the answer goes out within the API server's
+   * deadline.
    */
   deadline?: number;
+  /**
+   * The longest a rule has taken in this review so far (ms), shared by the evaluations of
+   * one review: a rule is not started when it would likely end past the deadline. It
+   * grows with the rules' cost and with the machine's load, so the stop scales with both.
+   */
+  pace?: { slowestRuleMs: number };
 };
 
 /** What a rule reports that the budget left no time for. */
@@ -197,20 +204,44 @@ export function evaluate(
     }
   };
   const deadline = ctx.deadline;
-  const late = () => deadline !== undefined && performance.now() > deadline;
+  const pace = ctx.pace ?? { slowestRuleMs: 0 };
+  const late = () => deadline !== undefined && performance.now() + pace.slowestRuleMs > deadline;
+  /**
+   * The first rule of `rules` left without time fails for them all: one cause, not one per
+   * rule, so that answering stays cheap however many rules are left.
+   */
+  const outOfTime = (policy: CompiledPolicy, rules: readonly { name: string; path: string }[]) => {
+    const rest = rules.length - 1;
+    const more =
+      rest === 0
+        ? ''
+        : rest === 1
+          ? '; nor was the rule after it'
+          : `; nor were the ${rest} rules after it`;
+    fail(policy, rules[0]!, new Error(`${OUT_OF_TIME}${more}`));
+  };
+  /** Runs one rule, noting how long it took. */
+  const timed = <T>(rule: () => T): T => {
+    const t0 = performance.now();
+    try {
+      return rule();
+    } finally {
+      pace.slowestRuleMs = Math.max(pace.slowestRuleMs, performance.now() - t0);
+    }
+  };
 
   // Mutation, copy-on-write: the request's object is never changed.
   const original = request.object ?? undefined;
   let object = original;
   if (object) {
     for (const policy of matching) {
-      for (const rule of policy.mutate) {
+      for (const [i, rule] of policy.mutate.entries()) {
         if (late()) {
-          fail(policy, rule, new Error(OUT_OF_TIME));
-          continue;
+          outOfTime(policy, policy.mutate.slice(i));
+          break;
         }
         try {
-          object = mutateRule(rule, object);
+          object = timed(() => mutateRule(rule, object!));
         } catch (e) {
           fail(policy, rule, e);
         }
@@ -224,13 +255,13 @@ export function evaluate(
   const quote = quoter();
   if (target) {
     for (const policy of matching) {
-      for (const rule of policy.validate) {
+      for (const [i, rule] of policy.validate.entries()) {
         if (late()) {
-          fail(policy, rule, new Error(OUT_OF_TIME));
-          continue;
+          outOfTime(policy, policy.validate.slice(i));
+          break;
         }
         try {
-          const causes = validateRule(rule, target, quote);
+          const causes = timed(() => validateRule(rule, target, quote));
           if (causes.length) failures.push({ policy, rule: rule.name, causes });
         } catch (e) {
           fail(policy, rule, e);

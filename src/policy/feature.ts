@@ -243,6 +243,7 @@ export function policyFeature(config: Config): Feature {
     const ctx: EvaluateContext = {
       annexNamespace: config.tls.namespace,
       deadline: review.deadline,
+      pace: { slowestRuleMs: 0 },
     };
     if (!req.namespace) return ctx;
     let labels = namespaceLabels.get(req.namespace);

@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ensureCertificates } from '../../src/certs/index.js';
+import { MAX_RULES } from '../../src/policy/schema.js';
 import { eventually } from '../cluster/kubelet.js';
 import {
   applyObjects,
@@ -96,14 +97,18 @@ describeCluster('failurePolicy when a webhook times out', () => {
   });
 });
 
+/** Marks this file's policies, to wait for and delete them together. */
+const TEST_LABEL = 'annex.dev/e2e-slow-policy';
+
 describeCluster('annex answers within ?timeout= even when a policy is slow', (c: ClusterInfo) => {
   let annex: TestAnnex;
   let ns = '';
   let registered: any[] = [];
+  let created = 0;
   const policy = (name: string, failurePolicy: string, selector: string, validate: any[]) => ({
     apiVersion: 'policy.annex.dev/v1alpha1',
     kind: 'AdmissionPolicy',
-    metadata: { name },
+    metadata: { name, labels: { [TEST_LABEL]: 'true' } },
     spec: {
       actions: ['Deny'],
       failurePolicy,
@@ -116,12 +121,21 @@ describeCluster('annex answers within ?timeout= even when a policy is slow', (c:
     },
   });
   // 3,000 linear-time rules over ~900 KB each: 5–20 ms a rule, tens of seconds an object,
-  // far more than the webhook's 5 s timeout.
-  const many = Array.from({ length: 3000 }, (_, i) => ({
-    name: `r${i}`,
-    path: '$.data.*',
-    schema: { type: 'string', pattern: `^(?:[a-z]*|x${i})$` },
-  }));
+  // far more than the webhook's 5 s timeout. A policy holds at most MAX_RULES rules (the
+  // CRD's bound), so each failurePolicy gets ⌈3000 / MAX_RULES⌉ policies of them.
+  const slow = (failurePolicy: string, selector: string) =>
+    Array.from({ length: Math.ceil(3000 / MAX_RULES) }, (_, p) =>
+      policy(
+        `slow-${selector}-${p}`,
+        failurePolicy,
+        selector,
+        Array.from({ length: MAX_RULES }, (_, r) => ({
+          name: `r${r}`,
+          path: '$.data.*',
+          schema: { type: 'string', pattern: `^(?:[a-z]*|x${p}-${r})$` },
+        })),
+      ),
+    );
   const configMap = (name: string, label: string, v: string) => ({
     apiVersion: 'v1',
     kind: 'ConfigMap',
@@ -145,8 +159,8 @@ describeCluster('annex answers within ?timeout= even when a policy is slow', (c:
     } as any);
     // Created, not applied: kubectl apply's last-applied annotation is limited to 256 KiB.
     for (const p of [
-      policy('slow-fail', 'Fail', 'fail', many),
-      policy('slow-ignore', 'Ignore', 'ignore', many),
+      ...slow('Fail', 'fail'),
+      ...slow('Ignore', 'ignore'),
       policy('backtracking', 'Fail', 'regex', [
         {
           name: 'as',
@@ -159,7 +173,8 @@ describeCluster('annex answers within ?timeout= even when a policy is slow', (c:
       const r = await apiRequest('POST', '/apis/policy.annex.dev/v1alpha1/admissionpolicies', {
         body: p,
       });
-      expect(r.status).toBe(201);
+      expect(`${r.status} ${r.status === 201 ? '' : r.body}`).toBe('201 ');
+      created++;
     }
     registered = featureRegistrations(annex, 'policy', {
       webhooks: ['policies.annex.dev'],
@@ -172,13 +187,13 @@ describeCluster('annex answers within ?timeout= even when a policy is slow', (c:
       const out = await kubectl([
         'get',
         'admissionpolicies',
-        'slow-fail',
-        'slow-ignore',
-        'backtracking',
+        '-l',
+        TEST_LABEL,
         '-o',
         'jsonpath={.items[*].status.ready}',
       ]);
-      return out.stdout.trim() === 'true true true' ? true : undefined;
+      const ready = out.stdout.trim().split(' ');
+      return ready.length === created && ready.every((r) => r === 'true') ? true : undefined;
     }, 60_000);
     // …and the API server routing ConfigMaps to annex: until then, creates pass.
     for (let i = 0; i < 80; i++) {
@@ -189,7 +204,7 @@ describeCluster('annex answers within ?timeout= even when a policy is slow', (c:
   }, 180_000);
 
   afterAll(async () => {
-    await kubectl(['delete', 'admissionpolicies', 'slow-fail', 'slow-ignore', 'backtracking']);
+    await kubectl(['delete', 'admissionpolicies', '-l', TEST_LABEL]);
     if (registered.length) await deleteObjects(registered);
     await kubectl(['delete', 'namespace', ns, '--wait=false']);
     await annex?.stop();
@@ -213,10 +228,12 @@ describeCluster('annex answers within ?timeout= even when a policy is slow', (c:
     console.log(`slow policy (Fail): answered in ${ms.toFixed(0)} ms (webhook timeout 5 s)`);
     expect(r.status).toBe(422);
     expect(r.json().message).toContain('the evaluation ran out of its time budget');
-    // Not the API server's "context deadline exceeded": annex answered within the 5 s.
-    // (End to end also counts the API server's own work on a 900 KB object.)
+    // Not the API server's "context deadline exceeded": annex answered within the 5 s. The
+    // API server's own timer is the bound; a wall-clock one here would also count its work
+    // on a 900 KB object, which is not annex's and grows with the machine's load.
     expect(r.json().message).not.toContain('context deadline exceeded');
-    expect(ms).toBeLessThan(8000);
+    // One cause for a policy's rules left, not one per rule: a small answer.
+    expect(r.json().details.causes.length).toBeLessThanOrEqual(Math.ceil(3000 / MAX_RULES));
   }, 30_000);
 
   it('Ignore: the same work is cut short and the object admitted', async () => {
@@ -224,8 +241,8 @@ describeCluster('annex answers within ?timeout= even when a policy is slow', (c:
     const r = await create(configMap('big-ignore', 'ignore', 'a'.repeat(900_000)));
     const ms = performance.now() - t0;
     console.log(`slow policy (Ignore): answered in ${ms.toFixed(0)} ms`);
-    // The webhook's failurePolicy is Fail: had annex overrun, this would be a 500.
+    // The webhook's failurePolicy is Fail: had annex overrun ?timeout=, the API server
+    // would answer 500 (its own timer, as above, is the bound).
     expect(r.status).toBe(201);
-    expect(ms).toBeLessThan(8000);
   }, 30_000);
 });

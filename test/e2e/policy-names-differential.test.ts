@@ -1,8 +1,13 @@
-// Differential test of what is pure in policies: `annex check` with a dns1123Label policy
-// on ConfigMap names must answer with the same causes and the same kubectl text as the real
-// API server gives for Services, whose names are RFC 1123 labels by the server's own rule
-// (v1.37.2). The corpus holds only valid DNS-1123 subdomains, so the ConfigMap's built-in
-// validation passes and the policy is what decides. One `annex check` run for the whole
+// Differential test of what is pure in policies, both ways annex installs a policy, each
+// side from a real run (the annex CLI, the real API server v1.37.2):
+// - the rule itself: `annex check --no-native` (the webhook's answer) with a dns1123Label
+//   policy on ConfigMap names gives the causes and kubectl text the API server gives for
+//   Services, whose names are RFC 1123 labels by the server's own rule;
+// - as installed (policy.native, the default): `annex check` gives the Status (message,
+//   reason, code, details, causes) and kubectl text of the API server enforcing the
+//   ValidatingAdmissionPolicy + binding annex generates for the same policy.
+// The corpus holds only valid DNS-1123 subdomains, so the ConfigMap's built-in validation
+// passes and the policy is what decides. One `annex check` run per way for the whole
 // corpus; one dry-run create per name; real kubectl for three names, to prove the text.
 import { execFile } from 'node:child_process';
 import { mkdtempSync, writeFileSync } from 'node:fs';
@@ -10,13 +15,23 @@ import { Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { validateName } from '../../src/admission/names/index.js';
 import type { Status } from '../../src/apiserver/status.js';
 import { kubectlInvalidText, type CheckResult } from '../../src/cli/check.js';
+import { celObjects } from '../../src/policy/cel/index.js';
+import { compilePolicy } from '../../src/policy/compile.js';
 import { policyCrd } from '../../src/policy/crd.js';
-import { apiRequest, createNamespace, describeCluster, kubectl } from '../cluster/harness.js';
+import {
+  apiRequest,
+  createNamespace,
+  describeCluster,
+  kubectl,
+  kubectlOk,
+  type RawResponse,
+} from '../cluster/harness.js';
+import { eventually } from '../cluster/kubelet.js';
 import { nameCorpus } from '../fixtures/name-corpus.js';
 
 const cli = join(import.meta.dirname, '..', '..', 'dist', 'cli', 'main.js');
@@ -65,6 +80,26 @@ const service = (name: string) => ({
   spec: { type: 'ExternalName', externalName: 'localhost' },
 });
 
+/** The policy, confined to `namespace` when given (the VAP's namespaceSelector then). */
+const policyIn = (namespace?: string) => ({
+  ...policy,
+  spec: {
+    ...policy.spec,
+    match: { ...policy.spec.match, ...(namespace ? { namespaces: [namespace] } : {}) },
+  },
+});
+
+/** JSON with sorted keys: the API server's order is its structs', annex's is insertion. */
+const canonical = (v: unknown): string =>
+  JSON.stringify(v, (_, x: unknown) =>
+    x && typeof x === 'object' && !Array.isArray(x)
+      ? Object.fromEntries(Object.entries(x).sort(([a], [b]) => (a < b ? -1 : 1)))
+      : x,
+  );
+
+const causesOf = (s: Status | undefined) =>
+  JSON.stringify((s?.details?.causes ?? []).map((c) => `${c.field ?? ''}: ${c.message ?? ''}`));
+
 describeCluster('policy name rules: annex check vs the real API server', () => {
   const corpus = subdomainCorpus();
   const dir = mkdtempSync(join(tmpdir(), 'annex-policy-diff-'));
@@ -79,15 +114,17 @@ describeCluster('policy name rules: annex check vs the real API server', () => {
       items: corpus.map((name) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } })),
     }),
   );
+  const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+  /** The namespace where the API server enforces the generated VAP, and what was applied. */
+  let nativeNs = '';
+  let vapObjects: { kind: string; metadata: { name: string } }[] = [];
 
   /** annex check, once for the corpus (exit 1: some are denied). */
-  async function annexCheck(): Promise<Map<string, CheckResult>> {
+  async function annexCheck(args: string[], policyPath = policyFile) {
     const r = await run(
       process.execPath,
-      [cli, 'check', '-p', policyFile, objectsFile, '-o', 'json'],
-      {
-        maxBuffer: 64 << 20,
-      },
+      [cli, 'check', '-p', policyPath, objectsFile, '-o', 'json', ...args],
+      { maxBuffer: 64 << 20 },
     ).catch((e: { code: number; stdout: string }) => {
       expect(e.code).toBe(1);
       return e;
@@ -96,70 +133,130 @@ describeCluster('policy name rules: annex check vs the real API server', () => {
     return new Map(out.results.map((x) => [x.name, x]));
   }
 
-  it(`gives the server's causes and kubectl text for every name (${corpus.length} names)`, async () => {
-    expect(corpus.length).toBeGreaterThanOrEqual(90);
-    const ns = await createNamespace('polnames');
-    const ours = await annexCheck();
-    const agent = new Agent({ keepAlive: true, maxSockets: 8 });
-    const mismatches: string[] = [];
-    let denied = 0;
+  /** `fn` over the corpus, 8 at a time. */
+  async function eachName(fn: (name: string) => Promise<void>): Promise<void> {
     const queue = [...corpus];
     await Promise.all(
       Array.from({ length: 8 }, async () => {
-        for (let name = queue.shift(); name !== undefined; name = queue.shift()) {
-          const r = await apiRequest('POST', `/api/v1/namespaces/${ns}/services?dryRun=All`, {
-            body: service(name),
-            agent,
-          });
-          const mine = ours.get(name);
-          let server: string;
-          let annex: string;
-          if (r.status === 201) {
-            server = 'allowed';
-            annex = mine?.allowed ? 'allowed' : `denied: ${mine?.message}`;
-          } else if (r.status === 422) {
-            denied++;
-            const status = r.json() as Status;
-            const causes = (status.details?.causes ?? []).map((c) => `${c.field}: ${c.message}`);
-            const ourCauses = (mine?.status?.details?.causes ?? []).map(
-              (c) => `${c.field}: ${c.message}`,
-            );
-            server = `${JSON.stringify(causes)}\n${kubectlInvalidText(status).replace(/^The Service /, 'The ConfigMap ')}`;
-            annex = `${JSON.stringify(ourCauses)}\n${mine?.message}`;
-          } else {
-            server = `HTTP ${r.status}: ${r.body}`;
-            annex = '';
-          }
-          if (server !== annex)
-            mismatches.push(`${JSON.stringify(name)}\n  server: ${server}\n  annex:  ${annex}`);
-        }
+        for (let name = queue.shift(); name !== undefined; name = queue.shift()) await fn(name);
       }),
     );
+  }
+
+  beforeAll(async () => {
+    // The objects the live feature applies for this policy (celObjects, as in feature.ts),
+    // confined to one namespace so that nothing else in the cluster is refused.
+    nativeNs = await createNamespace('polnative');
+    const compiled = compilePolicy(policyIn(nativeNs));
+    const cel = celObjects([compiled]).get(compiled.name);
+    expect(cel?.vap && cel.binding).toBeTruthy();
+    vapObjects = [cel!.vap, cel!.binding] as typeof vapObjects;
+    writeFileSync(join(dir, 'native-policy.yaml'), stringify(policyIn(nativeNs)));
+    await kubectlOk(['apply', '-f', '-'], {
+      input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: vapObjects }),
+    });
+    // Enforcement starts when the API server has loaded the policy and its binding.
+    await eventually(async () => {
+      const r = await apiRequest('POST', `/api/v1/namespaces/${nativeNs}/configmaps?dryRun=All`, {
+        body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'web.front' } },
+      });
+      return r.status === 422 ? true : undefined;
+    }, 30_000);
+  }, 60_000);
+
+  afterAll(async () => {
     agent.destroy();
+    for (const o of [...vapObjects].reverse())
+      await kubectl(['delete', o.kind, o.metadata.name, '--ignore-not-found']);
+    if (nativeNs) await kubectl(['delete', 'namespace', nativeNs, '--wait=false']);
+  });
+
+  /**
+   * Over the corpus: the server's answer to `send(name)` against annex check's result, a
+   * refusal rendered by `server` and `annex`. Returns the mismatches and the 422s.
+   */
+  async function differ(
+    ours: Map<string, CheckResult>,
+    send: (name: string) => Promise<RawResponse>,
+    server: (r: RawResponse) => string,
+    annex: (mine: CheckResult | undefined) => string,
+  ): Promise<{ mismatches: string[]; denied: number }> {
+    const mismatches: string[] = [];
+    let denied = 0;
+    await eachName(async (name) => {
+      const r = await send(name);
+      const mine = ours.get(name);
+      if (r.status === 422) denied++;
+      const theirs = r.status === 201 ? 'allowed' : server(r);
+      const our = mine?.allowed ? 'allowed' : annex(mine);
+      if (theirs !== our)
+        mismatches.push(`${JSON.stringify(name)}\n  server: ${theirs}\n  annex:  ${our}`);
+    });
     expect(mismatches.slice(0, 5).join('\n')).toBe('');
     expect(denied).toBeGreaterThan(25);
     expect(corpus.length - denied).toBeGreaterThan(25);
-    console.log(
-      `policy names differential: ${corpus.length} names, ${denied} denied, 0 mismatches`,
+    return { mismatches, denied };
+  }
+
+  it(`the rule (--no-native) gives the server's own causes and kubectl text for every name (${corpus.length} names)`, async () => {
+    expect(corpus.length).toBeGreaterThanOrEqual(90);
+    const ns = await createNamespace('polnames');
+    const { denied } = await differ(
+      await annexCheck(['--no-native']),
+      (name) =>
+        apiRequest('POST', `/api/v1/namespaces/${ns}/services?dryRun=All`, {
+          body: service(name),
+          agent,
+        }),
+      (r) => {
+        if (r.status !== 422) return `HTTP ${r.status}: ${r.body}`;
+        const status = r.json() as Status;
+        return `${causesOf(status)}\n${kubectlInvalidText(status).replace(/^The Service /, 'The ConfigMap ')}`;
+      },
+      (mine) => `${causesOf(mine?.status)}\n${mine?.message}`,
     );
+    await kubectl(['delete', 'namespace', ns, '--wait=false']);
+    console.log(`policy names differential (rule): ${corpus.length} names, ${denied} denied`);
   });
 
-  it('prints what real kubectl prints (allowed, one cause, two causes)', async () => {
+  it(`as installed (native) it gives the Status of the API server enforcing annex's ValidatingAdmissionPolicy (${corpus.length} names)`, async () => {
+    // The whole Status (message, reason, code, details with name, kind, causes) and its text.
+    const { denied } = await differ(
+      await annexCheck(['-n', nativeNs], join(dir, 'native-policy.yaml')),
+      (name) =>
+        apiRequest('POST', `/api/v1/namespaces/${nativeNs}/configmaps?dryRun=All`, {
+          body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } },
+          agent,
+        }),
+      (r) => `${r.status} ${canonical(r.json())}\n${kubectlInvalidText(r.json() as Status)}`,
+      (mine) => `${mine?.status?.code} ${canonical(mine?.status)}\n${mine?.message}`,
+    );
+    console.log(`policy names differential (native): ${corpus.length} names, ${denied} denied`);
+  });
+
+  it('prints what real kubectl prints, both ways (allowed, one cause, two causes)', async () => {
     const ns = await createNamespace('polkubectl');
-    const ours = await annexCheck();
+    const rule = await annexCheck(['--no-native']);
+    const native = await annexCheck(['-n', nativeNs], join(dir, 'native-policy.yaml'));
+    const text = (k: { code: number; stdout: string; stderr: string }) =>
+      (k.code === 0 ? k.stdout : k.stderr).trimEnd();
     for (const name of KUBECTL_NAMES) {
-      const k = await kubectl(['-n', ns, 'apply', '--dry-run=server', '-f', '-'], {
+      const svc = await kubectl(['-n', ns, 'create', '--dry-run=server', '-f', '-'], {
         input: JSON.stringify(service(name)),
       });
-      const mine = ours.get(name);
-      const kubectlText = (k.code === 0 ? k.stdout : k.stderr).trimEnd();
       expect(
-        mine?.message
-          .replace(/^configmap\//, 'service/')
+        rule
+          .get(name)
+          ?.message.replace(/^configmap\//, 'service/')
           .replace(/^The ConfigMap /, 'The Service '),
-      ).toBe(kubectlText);
+      ).toBe(text(svc));
+      const cm = await kubectl(['-n', nativeNs, 'create', '--dry-run=server', '-f', '-'], {
+        input: JSON.stringify({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name } }),
+      });
+      expect(native.get(name)?.message).toBe(text(cm));
     }
-    expect(ours.get(KUBECTL_NAMES[2]!)?.status?.details?.causes).toHaveLength(2);
+    await kubectl(['delete', 'namespace', ns, '--wait=false']);
+    expect(rule.get(KUBECTL_NAMES[2]!)?.status?.details?.causes).toHaveLength(2);
   });
 
   it('the AdmissionPolicy CRD is structural: the API server accepts it (dry run)', async () => {
