@@ -77,11 +77,12 @@ function defaultOf(s) {
 export function renderConfigReference({ schema, source, defaults }) {
   const docs = docComments(source);
   const lines = [
-    'What every setting of annex does: each key of the configuration file, its type, default',
-    'and meaning. Generated from `src/config/schema.ts` by `npm run manifests`',
-    '(`scripts/config-reference.mjs`): edit the schema, not this page.',
+    'Every setting of annex: each key of the configuration file, its type, default and meaning.',
     '',
     '# Configuration',
+    '',
+    'Generated from `src/config/schema.ts` by `npm run manifests` (`scripts/config-reference.mjs`):',
+    'edit the schema, not this page.',
     '',
     'One YAML file (`annex serve --config annex.yaml`), validated at start against the JSON',
     'Schema in `src/config/schema.ts`. A wrong field stops the start with its path',

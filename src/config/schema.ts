@@ -31,12 +31,13 @@ export interface Config {
     /**
      * Requests in flight at once, per priority class (src/server/overload.ts); beyond a
      * class's bound its requests get 429 with Retry-After at once. Separate budgets keep
-     * a runaway client from starving the API server's own calls.
+     * a runaway client from starving the API server's own calls. Within a class each
+     * authenticated caller may hold ceil(bound / callers) slots; probes are never counted.
      */
     maxInFlight: {
       /** Admission- and ConversionReviews from the API server. */
       review: number;
-      /** Discovery and OpenAPI (the aggregator's availability probe). */
+      /** Discovery (/api, /apis[/<group>[/<version>]]) and /openapi (the aggregator's probe). */
       discovery: number;
       /** Watches, counted until they close, never against `requests`. */
       watch: number;

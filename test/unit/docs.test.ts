@@ -1,0 +1,58 @@
+// The docs a newcomer starts from stay true to the tree: every relative link resolves, every
+// page says first what it is for, and docs/toolkit.md's table names every public export.
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import ts from 'typescript';
+import { describe, expect, it } from 'vitest';
+
+const repo = join(import.meta.dirname, '..', '..');
+const read = (file: string) => readFileSync(join(repo, file), 'utf8');
+const pages = readdirSync(join(repo, 'docs'))
+  .filter((f) => f.endsWith('.md'))
+  .map((f) => `docs/${f}`);
+
+/** The lines of a page outside fenced code blocks. */
+function prose(text: string): string[] {
+  let code = false;
+  return text.split('\n').filter((l) => {
+    if (l.startsWith('```')) code = !code;
+    return !code;
+  });
+}
+
+describe('README.md and docs/', () => {
+  it('README.md stays a first page: at most 300 lines', () => {
+    expect(read('README.md').split('\n').length).toBeLessThanOrEqual(300);
+  });
+
+  it.each(['README.md', ...pages])('%s: every relative link resolves', (file) => {
+    const broken = prose(read(file))
+      .flatMap((l) => [...l.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]!))
+      .filter((t) => !/^[a-z]+:/.test(t) && !t.startsWith('#'))
+      .filter((t) => !existsSync(join(repo, dirname(file), t.split('#')[0]!)));
+    expect(broken).toEqual([]);
+  });
+
+  it.each(pages)('%s starts with one line saying what it is for', (file) => {
+    const [first, second] = read(file).split('\n');
+    expect(first).toMatch(/^[^#\s].*[.:]$/);
+    expect(second).toBe('');
+  });
+
+  it("docs/toolkit.md's table names every export of src/index.ts", () => {
+    const index = ts.createSourceFile('index.ts', read('src/index.ts'), ts.ScriptTarget.Latest);
+    const names = index.statements.flatMap((s) =>
+      ts.isExportDeclaration(s) && s.exportClause && ts.isNamedExports(s.exportClause)
+        ? s.exportClause.elements.map((e) => e.name.text)
+        : [],
+    );
+    expect(names.length).toBeGreaterThan(50);
+    const table = read('docs/toolkit.md')
+      .split('\n')
+      .filter((l) => l.startsWith('| `'))
+      .join('\n');
+    expect(names.filter((n) => !table.includes(`\`${n}\``) && !table.includes(`\`${n}(`))).toEqual(
+      [],
+    );
+  });
+});
