@@ -1,5 +1,6 @@
 // The docs a newcomer starts from stay true to the tree: every relative link resolves, every
-// page says first what it is for, and docs/toolkit.md's table names every public export.
+// page says first what it is for, docs/toolkit.md's table names every public export, and
+// docs/dependencies.md's table every package at the version package.json pins.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import ts from 'typescript';
@@ -54,5 +55,20 @@ describe('README.md and docs/', () => {
     expect(names.filter((n) => !table.includes(`\`${n}\``) && !table.includes(`\`${n}(`))).toEqual(
       [],
     );
+  });
+
+  it("docs/dependencies.md's table names every package of package.json, at its version", () => {
+    const pkg = JSON.parse(read('package.json'));
+    const pinned: Record<string, string> = { ...pkg.dependencies, ...pkg.devDependencies };
+    const named = new Map<string, string>();
+    for (const row of read('docs/dependencies.md').split('\n')) {
+      const cells = row.split(' | ');
+      if (cells.length < 3 || !row.startsWith('| ')) continue;
+      const names = cells[0]!.slice(2).replace(' (dev)', '').split(', ');
+      const versions = cells[1]!.split(', ');
+      names.forEach((n, i) => named.set(n, versions[i]!));
+    }
+    for (const [name, version] of Object.entries(pinned))
+      expect(named.get(name), name).toBe(version);
   });
 });
