@@ -1,10 +1,12 @@
 // The docs a newcomer starts from stay true to the tree: every relative link resolves, every
 // page says first what it is for, docs/toolkit.md's table names every public export, and
-// docs/dependencies.md's table every package at the version package.json pins.
+// docs/dependencies.md's table every package at the version package.json pins; the README's
+// `annex check` block is what `annex check` prints.
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
+import { checkObject, formatResult, loadPolicies } from '../../src/cli/check.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 const read = (file: string) => readFileSync(join(repo, file), 'utf8');
@@ -70,5 +72,16 @@ describe('README.md and docs/', () => {
     }
     for (const [name, version] of Object.entries(pinned))
       expect(named.get(name), name).toBe(version);
+  });
+
+  it("README's smallest policy: `annex check` prints what the block shows", () => {
+    const readme = read('README.md');
+    const at = readme.indexOf('\n## The smallest policy\n');
+    const block = /```console\n\$ (.*)\n([\s\S]*?)```/.exec(readme.slice(at))!;
+    const [, policy, object] = /^annex check -p (\S+) - <<<'(.*)'$/.exec(block[1]!)!;
+    const policies = loadPolicies([join(repo, policy!)]);
+    const result = checkObject(JSON.parse(object!), policies, 'stdin', { namespace: 'default' });
+    expect(result.allowed).toBe(false); // exit 1, as the README says
+    expect(formatResult(result)).toBe(block[2]);
   });
 });
