@@ -1,6 +1,6 @@
 // `annex demo`: a real kube-apiserver + etcd + kube-controller-manager on loopback with
 // annex plugged in — the APIServices and webhooks of its features registered — for trying
-// every README scene. Works from a checkout and from an installed annex alike: the
+// every scene of docs/tour.md. Works from a checkout and from an installed annex alike: the
 // control plane's recipe (devcluster/) ships in the package.
 import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';

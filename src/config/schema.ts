@@ -3,9 +3,11 @@
 import type { JSONSchemaType } from 'ajv';
 
 export interface Config {
+  /** The HTTPS listener: address, port, connection and request limits, graceful shutdown. */
   server: {
     /** Address to listen on; 0.0.0.0 inside a Pod, 127.0.0.1 for local runs. */
     host: string;
+    /** HTTPS port (HTTP/2 and HTTP/1.1 on one port); 0 asks the OS for a free one. */
     port: number;
     /**
      * Idle HTTP/1.1 keep-alive connections and idle HTTP/2 sessions (no open stream) are
@@ -29,12 +31,13 @@ export interface Config {
     /**
      * Requests in flight at once, per priority class (src/server/overload.ts); beyond a
      * class's bound its requests get 429 with Retry-After at once. Separate budgets keep
-     * a runaway client from starving the API server's own calls.
+     * a runaway client from starving the API server's own calls. Within a class each
+     * authenticated caller may hold ceil(bound / callers) slots; probes are never counted.
      */
     maxInFlight: {
       /** Admission- and ConversionReviews from the API server. */
       review: number;
-      /** Discovery and OpenAPI (the aggregator's availability probe). */
+      /** Discovery (/api, /apis[/<group>[/<version>]]) and /openapi (the aggregator's probe). */
       discovery: number;
       /** Watches, counted until they close, never against `requests`. */
       watch: number;
@@ -44,7 +47,7 @@ export interface Config {
     /**
      * On SIGTERM, /readyz answers 503 at once and annex keeps serving this long, so that
      * endpoints and the API server stop sending before it stops listening
-     * (kube-apiserver's --shutdown-delay-duration). Unset: DEFAULT_SHUTDOWN_DELAY_SECONDS
+     * (kube-apiserver's --shutdown-delay-duration). Unset: 10 s (DEFAULT_SHUTDOWN_DELAY_SECONDS)
      * with an API server, 0 without one (a laptop's `npm start`: nothing routes by readiness).
      */
     shutdownDelaySeconds?: number;
@@ -55,13 +58,17 @@ export interface Config {
      */
     shutdownTimeoutSeconds: number;
   };
+  /** annex's CA and serving certificate, and the objects whose caBundle it keeps current. */
   tls: {
     /** Folder holding ca.crt, ca.key, tls.crt, tls.key; generated on first run if absent. */
     dir: string;
     /** The Service name and namespace the API server dials: SAN <service>.<namespace>.svc. */
     service: string;
+    /** The namespace of that Service (SAN <service>.<namespace>.svc). */
     namespace: string;
+    /** More DNS names the serving certificate holds. */
     dnsNames: string[];
+    /** IP addresses the serving certificate holds. */
     ipAddresses: string[];
     /** Generate missing certificates at start (off when a Secret is mounted). */
     generate: boolean;
@@ -80,13 +87,17 @@ export interface Config {
      * certificate change (in a cluster; needs patch RBAC on exactly these names).
      */
     inject: {
+      /** APIService names (spec.caBundle). */
       apiServices: string[];
+      /** ValidatingWebhookConfiguration names (every webhook's clientConfig.caBundle). */
       validatingWebhooks: string[];
+      /** MutatingWebhookConfiguration names (every webhook's clientConfig.caBundle). */
       mutatingWebhooks: string[];
       /** CRDs whose conversion webhook annex serves (needs get/patch on each, by name). */
       crds: string[];
     };
   };
+  /** How annex registers its APIServices and webhook configurations with the API server. */
   registration: {
     /** The port the registrations name (the Service's port); 0: server.port. */
     servicePort: number;
@@ -98,6 +109,7 @@ export interface Config {
      */
     apply: boolean;
   };
+  /** The API server annex talks to (authentication, authorization, watches, writes). */
   kube: {
     /** Path to a kubeconfig; empty means $KUBECONFIG, else in-cluster, else no cluster at all. */
     kubeconfig: string;
@@ -106,6 +118,7 @@ export interface Config {
     /** Budget for connecting to the API server and for each answer (and an exec plugin run). */
     timeoutSeconds: number;
   };
+  /** The built-in admission webhooks and what every AdmissionReview may cost. */
   admission: {
     /** AdmissionReview bytes held at once (read, decided, answer unsent); beyond it 429. */
     maxInFlightBytes: number;
@@ -118,46 +131,63 @@ export interface Config {
     clientCA: string;
     /** Refuse (401) AdmissionReviews without a client certificate from clientCA, which must exist. */
     requireClientCert: boolean;
+    /** Workload and referenced names checked with Kubernetes' own rules and messages. */
     names: {
       /** Validating webhook /validate/names. */
       enabled: boolean;
     };
+    /** Defaults added where absent (requests, managed-by, pod-template defaults). */
     defaults: {
       /** Mutating webhook /mutate/defaults. */
       enabled: boolean;
       /** app.kubernetes.io/managed-by added where absent; empty turns it off. */
       managedBy: string;
       /** Container resource requests added where absent; empty values turn each off. */
-      requests: { cpu: string; memory: string };
+      requests: {
+        /** CPU request, as a quantity (100m). */
+        cpu: string;
+        /** Memory request, as a quantity (128Mi). */
+        memory: string;
+      };
       /** The API server's pod-template defaults on custom resources (CRDs get none). */
       podTemplates: boolean;
     };
   };
+  /** The aggregated metrics group (NodeMetrics, PodMetrics) and where its data comes from. */
   metrics: {
     /** Serve the aggregated metrics-like group (discovery, OpenAPI, list/get/watch). */
     enabled: boolean;
+    /** The API group it is served as. */
     group: string;
     /** Also serve the same data as metrics.k8s.io v1beta1 + v1, for `kubectl top`. */
     registerMetricsK8sIo: boolean;
     /** local: this machine as a node, annex as a pod; kubelet: scrape every Node. */
     source: 'local' | 'kubelet';
+    /** How often the source is read; CPU is the rate between two reads. */
     scrapeIntervalSeconds: number;
     /** Namespace of the pod the local source reports for annex itself. */
     localNamespace: string;
+    /** How the kubelet source reaches each Node's kubelet (/metrics/resource). */
     kubelet: {
       /** Only for clusters whose kubelets serve self-signed certificates (minikube). */
       insecureSkipTLSVerify: boolean;
       /** CA for kubelet serving certificates; empty = the cluster CA when in a Pod. */
       caFile: string;
+      /** Client certificate for the kubelet; empty = none. */
       clientCertFile: string;
+      /** Its key. */
       clientKeyFile: string;
       /** Bearer token for the kubelet (nodes/metrics); empty = none. */
       tokenFile: string;
+      /** Budget for one kubelet's answer. */
       timeoutSeconds: number;
+      /** Which of a Node's addresses to dial, the first type found first. */
       preferredAddressTypes: string[];
+      /** Kubelets read at once. */
       concurrency: number;
     };
   };
+  /** AdmissionPolicies (policy.annex.dev) and the decision log (audit.annex.dev). */
   policy: {
     /** Serve AdmissionPolicies (policy.annex.dev): webhooks, Events, the decision log. */
     enabled: boolean;
@@ -173,6 +203,7 @@ export interface Config {
      * the rest stay on annex's webhook.
      */
     native: boolean;
+    /** The AdmissionEvents (kubectl get admissionevents) each replica keeps. */
     decisionLog: {
       /** AdmissionEvents kept in memory by each replica; the oldest are dropped. */
       maxEntries: number;
@@ -184,6 +215,7 @@ export interface Config {
       peerTimeoutMs: number;
     };
   };
+  /** ExternalMetrics: metrics HorizontalPodAutoscalers scale on. */
   scaling: {
     /**
      * Serve external.metrics.k8s.io and custom.metrics.k8s.io from the ExternalMetrics
@@ -193,7 +225,9 @@ export interface Config {
     /** Where json and prometheus sources may be read from (the schema's descriptions say how). */
     allow: { urls: string[]; hosts: string[]; cidrs: string[] };
   };
+  /** annex's JSON log lines (identifiers only, never object contents). */
   log: {
+    /** The lowest level written. */
     level: 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'silent';
   };
   /** Modules of the user's own features (paths, relative to the working directory). */

@@ -4,7 +4,7 @@
 // descriptor growth; every watch still open and still receiving events at the end.
 // `npm test` runs it short (20 s at 1,000 req/s, or what a busy machine sustains: see
 // sustainableRate); `npm run soak` runs the long one
-// (SOAK_SECONDS, SOAK_RATE; see README "Soak").
+// (SOAK_SECONDS, SOAK_RATE; see docs/operations.md, "Soak and shutdown under load").
 import { writeFileSync } from 'node:fs';
 import { expect, it } from 'vitest';
 import { describeCluster } from '../cluster/harness.js';
@@ -15,7 +15,7 @@ const long = process.env.ANNEX_SOAK === 'long';
 const o: SoakOptions = {
   seconds: env('SOAK_SECONDS', long ? 600 : 20),
   // 5,000 req/s is issue 17's figure; one annex process tops out near 1/(its CPU per review),
-  // and on a shared 2-core machine lower still: see README "Soak".
+  // and on a shared 2-core machine lower still: see docs/operations.md.
   rate: env('SOAK_RATE', long ? 2000 : 1000),
   // The short run holds what a busy machine sustains, if less (a probe in the same run);
   // the long one is run on purpose, on a quiet machine, at the rate asked.

@@ -1,0 +1,133 @@
+// Renders docs/configuration.md from src/config/schema.ts: the key, type and default of every
+// setting from the JSON Schema, its description from the `Config` interface's doc comment
+// (or the schema's `description`). `npm run manifests` writes it; a unit test
+// (test/unit/config-reference.test.ts) fails when the committed page drifts from this.
+import { readFileSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import ts from 'typescript';
+import { stringify } from 'yaml';
+
+export const CONFIG_REFERENCE_PATH = 'docs/configuration.md';
+export const SCHEMA_SOURCE_PATH = 'src/config/schema.ts';
+
+/** Doc comments of the `Config` interface, by dotted key (`server.maxInFlight.review`). */
+export function docComments(source) {
+  const file = ts.createSourceFile('schema.ts', source, ts.ScriptTarget.Latest, true);
+  const out = new Map();
+  const walk = (members, prefix) => {
+    for (const m of members) {
+      if (!ts.isPropertySignature(m) || !m.name) continue;
+      const key = prefix + m.name.getText(file);
+      const text = ts
+        .getJSDocCommentsAndTags(m)
+        .filter(ts.isJSDoc)
+        .map((d) => ts.getTextOfJSDocComment(d.comment) ?? '')
+        .join(' ');
+      if (text) out.set(key, text.replace(/\s+/g, ' ').trim());
+      if (m.type && ts.isTypeLiteralNode(m.type)) walk(m.type.members, `${key}.`);
+    }
+  };
+  ts.forEachChild(file, (n) => {
+    if (ts.isInterfaceDeclaration(n) && n.name.text === 'Config') walk(n.members, '');
+  });
+  return out;
+}
+
+/** Every setting as { key, schema }, depth first, objects with properties before their keys. */
+function settings(schema, prefix = '') {
+  const rows = [];
+  for (const [name, s] of Object.entries(schema.properties ?? {})) {
+    const key = prefix + name;
+    rows.push({ key, schema: s });
+    if (s.type === 'object' && s.properties) rows.push(...settings(s, `${key}.`));
+  }
+  return rows;
+}
+
+const enumOf = (s) => s.enum?.map((v) => `\`${v}\``).join(' \\| ');
+
+function typeOf(s) {
+  if (s.type === 'array') return `list of ${enumOf(s.items) ?? s.items.type}`;
+  const base = enumOf(s) ?? s.type;
+  const limits = [
+    s.minimum !== undefined && `≥ ${s.minimum}`,
+    s.exclusiveMinimum !== undefined && `> ${s.exclusiveMinimum}`,
+    s.maximum !== undefined && `≤ ${s.maximum}`,
+    s.minLength === 1 && 'non-empty',
+    s.minLength > 1 && `at least ${s.minLength} characters`,
+    s.maxLength !== undefined && `at most ${s.maxLength} characters`,
+  ].filter(Boolean);
+  const items = s.type === 'array' && s.items.pattern ? `, each matching ${s.items.pattern}` : '';
+  return `${base}${limits.length ? `, ${limits.join(', ')}` : ''}${items}`;
+}
+
+// `|` would end the cell; `<x>` would read as an HTML tag.
+const cell = (text) => text.replaceAll('|', '\\|').replaceAll('<', '&lt;');
+
+function defaultOf(s) {
+  if (s.default === undefined) return 'unset';
+  if (s.type === 'object') return '';
+  return `\`${JSON.stringify(s.default)}\``;
+}
+
+/**
+ * The page. `schema` is configSchema, `source` the text of schema.ts, `defaults` the
+ * configuration loaded from no file (what `annex serve` runs with by default).
+ */
+export function renderConfigReference({ schema, source, defaults }) {
+  const docs = docComments(source);
+  const lines = [
+    'Every setting of annex: each key of the configuration file, its type, default and meaning.',
+    '',
+    '# Configuration',
+    '',
+    'Generated from `src/config/schema.ts` by `npm run manifests` (`scripts/config-reference.mjs`):',
+    'edit the schema, not this page.',
+    '',
+    'One YAML file (`annex serve --config annex.yaml`), validated at start against the JSON',
+    'Schema in `src/config/schema.ts`. A wrong field stops the start with its path',
+    '(`invalid configuration in annex.yaml: server.port must be <= 65535`). Keys left out take',
+    'their defaults; `manifests/config.yaml` is the configuration the install ships.',
+    '',
+  ];
+  for (const [section, s] of Object.entries(schema.properties)) {
+    lines.push(`## \`${section}\``, '');
+    if (docs.has(section) || s.description) lines.push(docs.get(section) ?? s.description, '');
+    const rows = s.type === 'object' ? settings(s, `${section}.`) : [{ key: section, schema: s }];
+    lines.push('| key | type | default | description |', '| --- | --- | --- | --- |');
+    for (const { key, schema: k } of rows) {
+      const description = docs.get(key) ?? k.description ?? '';
+      const type = k.type === 'object' ? 'object' : typeOf(k);
+      lines.push(`| \`${key}\` | ${cell(type)} | ${defaultOf(k)} | ${cell(description)} |`);
+    }
+    lines.push('');
+  }
+  lines.push(
+    '## Every default, as one file',
+    '',
+    '```yaml',
+    stringify(defaults, { lineWidth: 0 }).trimEnd(),
+    '```',
+    '',
+  );
+  return lines.join('\n');
+}
+
+/** Keys without a description anywhere (the test requires none). */
+export function undescribed({ schema, source }) {
+  const docs = docComments(source);
+  return settings(schema)
+    .filter(({ key, schema: s }) => !docs.has(key) && !s.description)
+    .map(({ key }) => key);
+}
+
+// Run directly (after `npm run build`): write the page from the built schema.
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  const { configSchema } = await import(new URL('../dist/config/schema.js', import.meta.url));
+  const { loadConfig } = await import(new URL('../dist/config/load.js', import.meta.url));
+  const source = readFileSync(root + SCHEMA_SOURCE_PATH, 'utf8');
+  const text = renderConfigReference({ schema: configSchema, source, defaults: loadConfig() });
+  writeFileSync(root + CONFIG_REFERENCE_PATH, text);
+  process.stdout.write(`wrote ${CONFIG_REFERENCE_PATH}\n`);
+}
