@@ -21,6 +21,7 @@ import { connectKube } from '../kube/connect.js';
 import { createLogger, type Logger } from '../log.js';
 import { parsePemBundle } from '../apiserver/auth/x509.js';
 import { registerWhenReady, type Registrar } from '../manifests/register.js';
+import { ownershipGate, sharedGroups, sharedGroupUnits } from '../manifests/ownership.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
 import { createApp } from './app.js';
 import type { Readiness } from './health.js';
@@ -118,8 +119,14 @@ export async function startAnnex(
   }
 
   let shuttingDown = false;
+  /** Set once registration starts, when a shared group is declared (manifests/ownership.ts). */
+  let sharedGroupsReport: (() => string) | null = null;
   const readiness: Readiness = () => [
     ...features.map((f): [string, true | string] => [f.name, f.ready?.() ?? true]),
+    // Never a failure: a group another project serves is theirs, not a fault of this replica.
+    ...(sharedGroupsReport
+      ? [['shared-groups', true, sharedGroupsReport() || undefined] as [string, true, string]]
+      : []),
     // Never a failure: unready, annex would not be registered, and no caller could fix it.
     ...(webhooks.length
       ? [['admission-callers', true, callers.report()] as [string, true, string]]
@@ -193,6 +200,7 @@ export async function startAnnex(
     () => shuttingDown,
     log,
   );
+  sharedGroupsReport = registrar?.report ?? null;
   let closed: Promise<void> | undefined;
   const close = () =>
     (closed ??= (async () => {
@@ -238,22 +246,45 @@ function startRegistration(
   ca: () => string | undefined,
   shuttingDown: () => boolean,
   log: Logger,
-): Registrar | null {
+): (Registrar & { report: (() => string) | null }) | null {
   if (!config.registration.apply || !kube) return null;
   const service = serviceRefOf(config);
+  const regLog = log.child({ component: 'registration' });
+  const shared = sharedGroups(declarationsOf(features).groups).map((g) => g.group);
+  const gate = shared.length
+    ? ownershipGate({
+        kube,
+        groups: shared,
+        service,
+        replace: config.registration.replaceOwners,
+        log: regLog,
+      })
+    : null;
   const units = features
-    .map((f) => ({
-      name: f.name,
-      objects: renderObjects(declarationsOf([f]), service),
-      ready: () => !shuttingDown() && (f.ready?.() ?? true) === true,
-    }))
+    .flatMap((f) => {
+      const d = declarationsOf([f]);
+      const ready = () => !shuttingDown() && (f.ready?.() ?? true) === true;
+      const own = { ...d, groups: d.groups.filter((g) => !g.apiService?.shared) };
+      return [
+        { name: f.name, objects: renderObjects(own, service), ready },
+        ...(gate ? sharedGroupUnits(f.name, d.groups, service, ready, gate) : []),
+      ];
+    })
     .filter((u) => u.objects.length > 0);
-  return registerWhenReady({
+  const registrar = registerWhenReady({
     kube,
     units,
     caBundle: () => Buffer.from(ca() ?? '').toString('base64'),
-    log: log.child({ component: 'registration' }),
+    log: regLog,
   });
+  return {
+    ...registrar,
+    report: gate ? () => gate.report() : null,
+    stop: () => {
+      gate?.stop();
+      registrar.stop();
+    },
+  };
 }
 
 /** Keeps the configured caBundles equal to annex's CA; a no-op when none are configured. */
