@@ -146,7 +146,13 @@ export function sharedGroupUnits(
 ) {
   return sharedGroups(groups).map((g) => ({
     name: `${feature}/${g.group}`,
-    objects: apiServices(g, service),
+    // Owned explicitly: a replaced owner's `insecureSkipTLSVerify: true` (KEDA's chart sets
+    // it) beside annex's caBundle is refused by the API server.
+    objects: apiServices(g, service).map((o) => {
+      const copy = structuredClone(o) as { spec: Record<string, unknown> } & typeof o;
+      copy.spec.insecureSkipTLSVerify = false;
+      return copy;
+    }),
     ready: () => ready() && gate.allows(g.group),
   }));
 }
