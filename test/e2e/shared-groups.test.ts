@@ -56,6 +56,9 @@ async function finalizeNamespace(ns: string): Promise<void> {
 
 /** annex in `ns`, with scaling only (no webhook on Pods), registering itself. */
 async function startScalingAnnex(ns: string, replaceOwners: string[] = []) {
+  // Again each time: an uninstall removes it with everything else labelled as annex's.
+  await applyObjects(repoManifest('manifests/crds/externalmetrics.yaml'));
+  await waitForCondition(['crd/externalmetrics.metrics.annex.dev'], 'Established');
   await kubectlOk(['create', 'namespace', ns]);
   await kubectlOk([
     '-n',
@@ -93,8 +96,6 @@ describeCluster('shared metric groups: another owner is left alone unless replac
   const NS2 = 'annex-sg2';
   let running: TestAnnex | undefined;
   beforeAll(async () => {
-    await applyObjects(repoManifest('manifests/crds/externalmetrics.yaml'));
-    await waitForCondition(['crd/externalmetrics.metrics.annex.dev'], 'Established');
     // Whatever earlier files left of these groups (pointing at annex-system) would be another owner here.
     for (const name of [NAME, 'v1beta2.custom.metrics.k8s.io', 'v1beta1.custom.metrics.k8s.io'])
       await kubectlOk(['delete', 'apiservice', name, '--ignore-not-found']);
@@ -172,7 +173,9 @@ describeCluster('shared metric groups: another owner is left alone unless replac
       async () => annex.annex.registrar!.registered().includes('scaling/external.metrics.k8s.io'),
       30_000,
       'external.metrics.k8s.io registered',
-    );
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}; annex's log:\n${log()}`);
+    });
     expect(log()).toContain('external.metrics.k8s.io: replacing another owner');
     const taken = await getApiService(NAME);
     expect(taken.spec.service).toEqual({ namespace: NS2, name: 'annex', port: annex.port });
