@@ -8,6 +8,7 @@ import type { KubeClient } from '../kube/client.js';
 import { KubeApiError } from '../kube/errors.js';
 import { isAnnexApiService, refusal, type ApiServiceLike } from '../manifests/ownership.js';
 import { REGISTRATION_PATHS } from '../manifests/register.js';
+import { POLICY_LABEL } from '../policy/cel/compile.js';
 import { NAME_LABEL, type Obj } from './bundle.js';
 
 export const INSTALL_MANAGER = 'annex-install';
@@ -16,6 +17,8 @@ interface Kind {
   /** Collection path; `{ns}` for namespaced kinds. */
   path: string;
 }
+
+const ADMISSION = '/apis/admissionregistration.k8s.io/v1';
 
 const KINDS: Record<string, Kind> = {
   Namespace: { path: '/api/v1/namespaces' },
@@ -36,7 +39,22 @@ const KINDS: Record<string, Kind> = {
   APIService: { path: REGISTRATION_PATHS.APIService! },
   ValidatingWebhookConfiguration: { path: REGISTRATION_PATHS.ValidatingWebhookConfiguration! },
   MutatingWebhookConfiguration: { path: REGISTRATION_PATHS.MutatingWebhookConfiguration! },
+  ValidatingAdmissionPolicyBinding: { path: `${ADMISSION}/validatingadmissionpolicybindings` },
+  ValidatingAdmissionPolicy: { path: `${ADMISSION}/validatingadmissionpolicies` },
+  MutatingAdmissionPolicyBinding: { path: `${ADMISSION}/mutatingadmissionpolicybindings` },
+  MutatingAdmissionPolicy: { path: `${ADMISSION}/mutatingadmissionpolicies` },
 };
+
+/**
+ * What the policy feature hands the API server (policy.native), labelled with their policy:
+ * not in the bundle, so swept by that label, bindings before policies.
+ */
+const POLICY_KINDS = [
+  'ValidatingAdmissionPolicyBinding',
+  'ValidatingAdmissionPolicy',
+  'MutatingAdmissionPolicyBinding',
+  'MutatingAdmissionPolicy',
+];
 
 const REGISTRATION_KINDS = [
   'MutatingWebhookConfiguration',
@@ -195,8 +213,9 @@ async function ours(
   kind: string,
   ns: string | undefined,
   service: { namespace: string; name: string },
+  labelSelector = NAME_LABEL,
 ): Promise<Obj[]> {
-  const list = await kube.list<Obj>(collection(kind, ns), { labelSelector: NAME_LABEL });
+  const list = await kube.list<Obj>(collection(kind, ns), { labelSelector });
   return kind === 'APIService'
     ? list.items.filter((o) => isAnnexApiService(o as ApiServiceLike, service))
     : list.items;
@@ -208,8 +227,17 @@ async function sweep(
   ns: string | undefined,
   say: Say,
   service: { namespace: string; name: string },
+  labelSelector = NAME_LABEL,
 ): Promise<void> {
-  for (const o of await ours(kube, kind, ns, service)) {
+  let items: Obj[];
+  try {
+    items = await ours(kube, kind, ns, service, labelSelector);
+  } catch (e) {
+    // A kind this API server does not serve (MutatingAdmissionPolicy off): nothing of it to delete.
+    if (e instanceof KubeApiError && e.code === 404) return;
+    throw e;
+  }
+  for (const o of items) {
     const path = `${collection(kind, o.metadata.namespace)}/${o.metadata.name}`;
     if (await deleteIfThere(kube, path)) say(`deleted ${kind.toLowerCase()}/${o.metadata.name}`);
   }
@@ -231,6 +259,7 @@ export async function uninstall(
   for (const kind of REGISTRATION_KINDS) await sweep(kube, kind, undefined, say, service);
   for (const kind of REGISTRATION_KINDS)
     await until(async () => (await ours(kube, kind, undefined, service)).length === 0, waitMs);
+  for (const kind of POLICY_KINDS) await sweep(kube, kind, undefined, say, service, POLICY_LABEL);
   const namespaces = [
     ...new Set(bundle.map((o) => o.metadata.namespace as string | undefined).filter((n) => n)),
   ] as string[];

@@ -1,4 +1,7 @@
-import { describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
 import { parse } from 'yaml';
 import { checkNamespace, configMapHash, renderBundle } from './bundle.js';
 
@@ -33,5 +36,27 @@ describe('renderBundle', () => {
     expect(() => checkNamespace('Annex_System')).toThrow(
       '--namespace "Annex_System" is not a valid namespace name (a DNS-1123 label)',
     );
+  });
+
+  it('writes no YAML warning to stderr for an unknown tag or directive', () => {
+    // A Node warning would be a line beside annex install's own output, quoting the files.
+    const dir = mkdtempSync(join(tmpdir(), 'annex-bundle-'));
+    const warn = vi.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      const write = (f: string, text: string) => writeFileSync(join(dir, f), text);
+      write(
+        'kustomization.yaml',
+        '%FOO bar\n---\nresources: [ns.yaml]\nconfigMapGenerator:\n' +
+          '  - { name: annex-config, files: [annex.yaml] }\n',
+      );
+      write('ns.yaml', 'kind: Namespace\nmetadata: { name: annex-system, ? [a]: b }\n');
+      write('annex.yaml', 'tls: { namespace: !odd annex-system }\n');
+      const objs = renderBundle({ dir, namespace: 'elsewhere' });
+      expect(objs.map((o) => o.kind)).toEqual(['Namespace', 'ConfigMap']);
+      expect(warn).not.toHaveBeenCalled();
+    } finally {
+      warn.mockRestore();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -15,6 +15,9 @@ export type Obj = Record<string, any>;
 export const DEFAULT_NAMESPACE = 'annex-system';
 export const NAME_LABEL = 'app.kubernetes.io/name=annex';
 
+/** As the config loader reads YAML: oddities that do not stop the parse are no Node warning on stderr. */
+const QUIET = { logLevel: 'error' } as const;
+
 /** manifests/ of this package: two levels up from src/install/ and dist/install/ alike. */
 export const MANIFESTS_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'manifests');
 
@@ -34,13 +37,13 @@ export interface BundleOptions {
 
 export function renderBundle(opts: BundleOptions = {}): Obj[] {
   const dir = opts.dir ?? MANIFESTS_DIR;
-  const k = parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as Kustomization;
+  const k = parse(readFileSync(join(dir, 'kustomization.yaml'), 'utf8'), QUIET) as Kustomization;
   const ns = opts.namespace ?? DEFAULT_NAMESPACE;
   const objs: Obj[] = [];
   for (const r of k.resources ?? []) {
     if (!/\.ya?ml$/.test(r))
       throw new Error(`kustomization resource ${r}: only files are supported`);
-    for (const d of parseAllDocuments(readFileSync(join(dir, r), 'utf8'))) {
+    for (const d of parseAllDocuments(readFileSync(join(dir, r), 'utf8'), QUIET)) {
       const o = d.toJSON() as Obj | null;
       if (o) objs.push(o);
     }
@@ -93,7 +96,7 @@ function moveNamespace(o: Obj, ns: string): void {
 
 /** The config file with tls.namespace set (the certificate's SAN and the registered Service). */
 function configInNamespace(text: string, ns: string): string {
-  const doc = parseDocument(text);
+  const doc = parseDocument(text, QUIET);
   doc.setIn(['tls', 'namespace'], ns);
   doc.setIn(['metrics', 'localNamespace'], ns);
   return doc.toString();

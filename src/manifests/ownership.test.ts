@@ -89,7 +89,7 @@ describe('ownership of shared groups', () => {
     const gate: OwnershipGate = { allows: (g) => allowed.has(g), report: () => '', stop() {} };
     const scaling = declarationsOf(features.filter((f) => f.name === 'scaling')).groups;
     const units = sharedGroupUnits('scaling', scaling, service, () => true, gate);
-    expect(units.map((u) => [u.name, u.ready(), u.objects.map((o) => o.metadata)])).toEqual([
+    expect(units.map((u) => [u.name, u.ready(), u.objects().map((o) => o.metadata)])).toEqual([
       [
         'scaling/external.metrics.k8s.io',
         false,

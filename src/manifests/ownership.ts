@@ -148,11 +148,12 @@ export function sharedGroupUnits(
     name: `${feature}/${g.group}`,
     // Owned explicitly: a replaced owner's `insecureSkipTLSVerify: true` (KEDA's chart sets
     // it) beside annex's caBundle is refused by the API server.
-    objects: apiServices(g, service).map((o) => {
-      const copy = structuredClone(o) as { spec: Record<string, unknown> } & typeof o;
-      copy.spec.insecureSkipTLSVerify = false;
-      return copy;
-    }),
+    objects: () =>
+      apiServices(g, service).map((o) => {
+        const copy = structuredClone(o) as { spec: Record<string, unknown> } & typeof o;
+        copy.spec.insecureSkipTLSVerify = false;
+        return copy;
+      }),
     ready: () => ready() && gate.allows(g.group),
   }));
 }

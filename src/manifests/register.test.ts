@@ -32,7 +32,7 @@ describe('registerWhenReady', () => {
     let ready = false;
     const r = registerWhenReady({
       kube,
-      units: [{ name: 'names', objects: [hook], ready: () => ready }],
+      units: [{ name: 'names', objects: () => [hook], ready: () => ready }],
       caBundle: () => 'Q0E=',
       log,
       intervalMs: 10,
@@ -58,7 +58,7 @@ describe('registerWhenReady', () => {
     setFail(true);
     const r = registerWhenReady({
       kube,
-      units: [{ name: 'metrics', objects: [api], ready: () => true }],
+      units: [{ name: 'metrics', objects: () => [api], ready: () => true }],
       caBundle: () => bundle,
       log,
       intervalMs: 10,
@@ -80,5 +80,74 @@ describe('registerWhenReady', () => {
     const out = withCaBundle(two, 'eA==');
     expect(out.webhooks.map((w: any) => w.clientConfig.caBundle)).toEqual(['eA==', 'eA==']);
     expect(withCaBundle(api, 'eA==').spec.caBundle).toBe('eA==');
+  });
+
+  it('re-renders a unit whose rules change at run time, applying every field each time', async () => {
+    const { kube, calls } = fakeKube();
+    const rules: unknown[] = [];
+    const live = () => [
+      { ...hook, webhooks: [{ ...hook.webhooks[0], sideEffects: 'None', rules }] },
+    ];
+    const r = registerWhenReady({
+      kube,
+      units: [{ name: 'policy', objects: live, ready: () => true }],
+      caBundle: () => 'Q0E=',
+      log,
+      intervalMs: 10_000,
+    });
+    await r.settled();
+    rules.push({ operations: ['CREATE'], resources: ['pods'] });
+    r.changed('policy');
+    await r.settled();
+    r.stop();
+    expect(calls).toHaveLength(2);
+    // The second apply still carries what the first set: an apply that leaves a field out
+    // gives it up, and the API server refuses a webhook without them.
+    expect(calls[1]!.body.webhooks[0]).toMatchObject({
+      sideEffects: 'None',
+      clientConfig: { caBundle: 'Q0E=' },
+      rules: [{ operations: ['CREATE'], resources: ['pods'] }],
+    });
+  });
+
+  it('backs off a failing unit (0.5 s doubling), but tries a changed one at once', async () => {
+    const { kube, calls, setFail } = fakeKube();
+    let attempts = 0;
+    const counting = {
+      patch: async (...a: Parameters<KubeClient['patch']>) => {
+        attempts++;
+        return kube.patch(...a);
+      },
+    } as unknown as KubeClient;
+    let t = 0;
+    let group = 'x.dev';
+    setFail(true);
+    const r = registerWhenReady({
+      kube: counting,
+      units: [{ name: 'm', objects: () => [{ ...api, spec: { group } }], ready: () => true }],
+      caBundle: () => 'Q0E=',
+      log,
+      intervalMs: 5,
+      now: () => t,
+    });
+    await tick();
+    expect(attempts).toBe(1); // the clock has not moved: no retry yet
+    t = 499;
+    await tick();
+    expect(attempts).toBe(1);
+    t = 500;
+    await tick();
+    expect(attempts).toBe(2); // then 1 s later
+    t = 1499;
+    await tick();
+    expect(attempts).toBe(2);
+    group = 'y.dev'; // a new rendering is tried without waiting
+    await tick();
+    expect(attempts).toBe(3);
+    setFail(false);
+    r.changed('m');
+    await r.settled();
+    r.stop();
+    expect(calls.map((c) => c.body.spec.group)).toEqual(['y.dev']);
   });
 });

@@ -1,8 +1,9 @@
 // Registration follows readiness (registration.apply): annex applies the APIServices and
 // webhook configurations rendered from a feature's declarations only once that feature is
 // ready, so the API server is never sent to a replica that cannot answer; and again
-// whenever the CA bundle changes. Server-side apply as field manager "annex": the first
-// apply creates the object, later ones own exactly the fields annex renders.
+// whenever what they render changes (the CA bundle, rules a feature changes at run time).
+// Server-side apply as field manager "annex", by this one writer only: every apply carries
+// every field annex owns, since an apply that leaves a field out gives it up.
 import type { KubeClient } from '../kube/client.js';
 import { KubeApiError } from '../kube/errors.js';
 import type { Logger } from '../log.js';
@@ -31,30 +32,42 @@ export function registrationPath(o: Obj): string {
 export function withCaBundle(o: Obj, caBundle: string): Obj {
   const copy = structuredClone(o);
   if (copy.kind === 'APIService') copy.spec.caBundle = caBundle;
-  for (const w of (copy.webhooks as Obj[] | undefined) ?? []) w.clientConfig.caBundle = caBundle;
+  for (const w of (copy.webhooks as Obj[] | undefined) ?? [])
+    if (w.clientConfig) w.clientConfig.caBundle = caBundle;
   return copy;
 }
 
-/** What one feature registers, and whether it can answer yet. */
+/** What one feature registers, rendered anew at each attempt, and whether it can answer yet. */
 export interface RegistrationUnit {
   name: string;
-  objects: Obj[];
+  /** Rendered from the feature's declarations as they are now (rules may change at run time). */
+  objects(): Obj[];
   ready(): boolean;
 }
 
 export interface Registrar {
-  /** Feature names whose objects are applied with the current CA bundle. */
+  /** Feature names whose current objects are applied with the current CA bundle. */
   registered(): string[];
-  /** Resolves once every unit is registered with the current bundle (tests, `install`). */
+  /** Resolves once every unit is registered as it is now (tests, `install`). */
   settled(): Promise<void>;
+  /**
+   * A unit's declarations changed, or its objects were seen to drift in the API server:
+   * apply it again now, whatever was applied before.
+   */
+  changed(name: string): void;
   stop(): void;
 }
 
+const FIRST_RETRY_MS = 500;
+const MAX_RETRY_MS = 30_000;
+
 /**
- * Every `intervalMs`: each ready unit whose objects were not yet applied with the current
- * `caBundle()` is applied. Failures are logged (once per distinct message) and retried on
- * the next tick; a unit that turns unready later stays registered (its failure policy
- * covers a gap; unregistering would flap).
+ * The one writer of the objects annex registers. Every `intervalMs` (and at once on
+ * `changed`), each ready unit whose rendering with the current `caBundle()` differs from
+ * what was last applied is applied, as field manager annex. A failure is logged once per
+ * distinct message and retried with per-unit exponential backoff (0.5 s doubling to 30 s),
+ * or at once when the unit changes. A unit that turns unready later stays registered (its
+ * failure policy covers a gap; unregistering would flap).
  */
 export function registerWhenReady(opts: {
   kube: KubeClient;
@@ -62,45 +75,69 @@ export function registerWhenReady(opts: {
   caBundle: () => string;
   log: Logger;
   intervalMs?: number;
+  now?: () => number;
 }): Registrar {
+  const now = opts.now ?? Date.now;
   const applied = new Map<string, string>();
   const lastError = new Map<string, string>();
+  const retry = new Map<string, { at: number; delay: number; key: string }>();
   let stopped = false;
   let running = false;
+  let rerun = false;
   let waiters: (() => void)[] = [];
-  const done = () => opts.units.every((u) => applied.get(u.name) === opts.caBundle());
+  const rendered = (u: RegistrationUnit) => {
+    const bundle = opts.caBundle();
+    const objects = u.objects().map((o) => withCaBundle(o, bundle));
+    return { objects, key: JSON.stringify(objects) };
+  };
+  const done = () => opts.units.every((u) => applied.get(u.name) === rendered(u).key);
+
+  async function apply(u: RegistrationUnit): Promise<void> {
+    const { objects, key } = rendered(u);
+    if (applied.get(u.name) === key || !u.ready()) return;
+    const r = retry.get(u.name);
+    if (r && r.key === key && now() < r.at) return;
+    try {
+      for (const o of objects) {
+        await opts.kube.patch(registrationPath(o), o, 'apply', {
+          fieldManager: FIELD_MANAGER,
+          force: true,
+        });
+      }
+      applied.set(u.name, key);
+      retry.delete(u.name);
+      lastError.delete(u.name);
+      if (objects.length)
+        opts.log.info(
+          { feature: u.name, objects: objects.map((o) => `${o.kind}/${o.metadata.name}`) },
+          'registered (feature ready)',
+        );
+    } catch (e) {
+      const delay = r && r.key === key ? Math.min(r.delay * 2, MAX_RETRY_MS) : FIRST_RETRY_MS;
+      retry.set(u.name, { at: now() + delay, delay, key });
+      const missing =
+        e instanceof KubeApiError && e.code === 403 && /cannot create/.test(e.message);
+      const msg = missing
+        ? `${(e as Error).message} (annex may only patch its registrations: create them with \`annex install\` or \`kubectl apply -k manifests/\`)`
+        : (e as Error).message;
+      if (lastError.get(u.name) !== msg)
+        opts.log.error({ feature: u.name, error: msg }, 'registration failed; retrying');
+      lastError.set(u.name, msg);
+    }
+  }
 
   async function tick(): Promise<void> {
-    if (running || stopped) return;
+    if (stopped) return;
+    if (running) {
+      rerun = true;
+      return;
+    }
     running = true;
     try {
-      for (const u of opts.units) {
-        const bundle = opts.caBundle();
-        if (applied.get(u.name) === bundle || !u.ready()) continue;
-        try {
-          for (const o of u.objects) {
-            await opts.kube.patch(registrationPath(o), withCaBundle(o, bundle), 'apply', {
-              fieldManager: FIELD_MANAGER,
-              force: true,
-            });
-          }
-          applied.set(u.name, bundle);
-          lastError.delete(u.name);
-          opts.log.info(
-            { feature: u.name, objects: u.objects.map((o) => `${o.kind}/${o.metadata.name}`) },
-            'registered (feature ready)',
-          );
-        } catch (e) {
-          const missing =
-            e instanceof KubeApiError && e.code === 403 && /cannot create/.test(e.message);
-          const msg = missing
-            ? `${(e as Error).message} (annex may only patch its registrations: create them with \`annex install\` or \`kubectl apply -k manifests/\`)`
-            : (e as Error).message;
-          if (lastError.get(u.name) !== msg)
-            opts.log.error({ feature: u.name, error: msg }, 'registration failed; retrying');
-          lastError.set(u.name, msg);
-        }
-      }
+      do {
+        rerun = false;
+        for (const u of opts.units) await apply(u);
+      } while (rerun && !stopped);
     } finally {
       running = false;
     }
@@ -115,8 +152,13 @@ export function registerWhenReady(opts: {
   void tick();
   return {
     registered: () =>
-      opts.units.filter((u) => applied.get(u.name) === opts.caBundle()).map((u) => u.name),
+      opts.units.filter((u) => applied.get(u.name) === rendered(u).key).map((u) => u.name),
     settled: () => (done() ? Promise.resolve() : new Promise((r) => waiters.push(r))),
+    changed: (name) => {
+      applied.delete(name);
+      retry.delete(name);
+      void tick();
+    },
     stop: () => {
       stopped = true;
       clearInterval(timer);

@@ -3,9 +3,10 @@
 // expressions cannot call methods, and a rule the time budget leaves no room for fails
 // per its policy's failurePolicy instead of delaying the answer.
 import { describe, expect, it } from 'vitest';
-import type { AdmissionRequest } from '../admission/review.js';
+import { configMapRequest } from '../../test/unit/configmap-request.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
 import { PolicyCompileError } from './types.js';
+import { OUT_OF_COST } from './cost.js';
 import { evaluate, OUT_OF_TIME } from './evaluate.js';
 import { BACKTRACKING_MAX_INPUT, exponentialShape } from './linear-regexp.js';
 
@@ -24,18 +25,7 @@ const onValue = (pattern: string, failurePolicy = 'Fail') =>
     validate: [{ name: 'v', path: '$.data.v', schema: { type: 'string', pattern } }],
   });
 
-function request(v: string): AdmissionRequest {
-  return {
-    uid: 'u',
-    kind: { group: '', version: 'v1', kind: 'ConfigMap' },
-    resource: { group: '', version: 'v1', resource: 'configmaps' },
-    name: 'c',
-    namespace: 'shop',
-    operation: 'CREATE',
-    userInfo: {},
-    object: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'c' }, data: { v } },
-  };
-}
+const request = (v: string) => configMapRequest({ v });
 
 const timed = <T>(f: () => T): [T, number] => {
   const t0 = performance.now();
@@ -147,5 +137,71 @@ describe('the time budget', () => {
   it('within the budget, rules are evaluated as usual', () => {
     const e = evaluate([two('Fail')], request('x'), { deadline: performance.now() + 10_000 });
     expect(e).toMatchObject({ allowed: true, decisions: [] });
+  });
+});
+
+describe('the cost budget of one rule', () => {
+  // A chain 600 deep, 2,000 characters a level (1.2 MB): `$..*` matches every level and a
+  // recursive schema reads each match to the bottom again, quadratic in the depth.
+  let chain: Record<string, unknown> = { s: 'x'.repeat(2000) };
+  for (let i = 0; i < 600; i++) chain = { s: 'x'.repeat(2000), n: chain };
+  const everyLevel = (failurePolicy: string) =>
+    policy({
+      failurePolicy,
+      validate: [
+        {
+          name: 'every',
+          path: '$.data..*',
+          schema: {
+            type: ['object', 'string'],
+            properties: { s: { type: 'string', pattern: '^x*$' } },
+            additionalProperties: { $ref: '#' },
+          },
+        },
+      ],
+    });
+
+  it('Fail: a rule that would run past its budget denies at once (it took 19 s)', () => {
+    const [e, ms] = timed(() => evaluate([everyLevel('Fail')], configMapRequest({ chain })));
+    expect(ms).toBeLessThan(1000);
+    expect(e.allowed).toBe(false);
+    expect(e.status?.details?.causes?.[0]?.message).toBe(
+      `Internal error: rule "every": ${OUT_OF_COST}`,
+    );
+  });
+
+  it('Ignore: the rule is skipped', () => {
+    const e = evaluate([everyLevel('Ignore')], configMapRequest({ chain }));
+    expect(e).toMatchObject({ allowed: true, decisions: [] });
+  });
+
+  it('bounds a mutate rule alike', () => {
+    // Objects only, 900 deep: jsonpath-plus copies each node's path as it descends.
+    let nested: Record<string, unknown> = {};
+    for (let i = 0; i < 900; i++) nested = { n: nested };
+    const p = policy({ mutate: [{ name: 'm', path: '$.data..*', setIfAbsent: { x: 1 } }] });
+    const [e, ms] = timed(() => evaluate([p], configMapRequest({ nested })));
+    expect(ms).toBeLessThan(1000);
+    expect(e.status?.details?.causes?.[0]?.message).toContain(OUT_OF_COST);
+  });
+
+  it('still evaluates rules on large values and ordinary descents', () => {
+    const big = evaluate([onValue('^x*$')], request('x'.repeat(3 << 20)));
+    expect(big).toMatchObject({ allowed: true, decisions: [] });
+    const shallow = policy({
+      validate: [{ name: 'x', path: '$.data..s', schema: { type: 'string', pattern: '^x*$' } }],
+    });
+    let short: Record<string, unknown> = { s: 'x' };
+    for (let i = 0; i < 50; i++) short = { s: 'x'.repeat(100), n: short };
+    expect(evaluate([shallow], configMapRequest({ short }))).toMatchObject({ allowed: true });
+    // A named descent through a wide object (75,000 values) visits it once, quickly.
+    const env = Array.from({ length: 25000 }, (_, i) => ({ name: `E${i}`, value: 'v' }));
+    const images = policy({
+      validate: [{ name: 'i', path: '$..containers[*].image', schema: { pattern: ':' } }],
+    });
+    const wide = configMapRequest({ spec: { containers: [{ image: 'x', env }] } });
+    const [e, ms] = timed(() => evaluate([images], wide));
+    expect(e.status?.details?.causes?.[0]?.message).toContain('must match pattern');
+    expect(ms).toBeLessThan(1000);
   });
 });

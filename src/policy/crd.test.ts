@@ -48,6 +48,7 @@ describe('the AdmissionPolicy CRD', () => {
       'Mode',
       'Kinds',
       'Ready',
+      'Enforced',
       'Enforced By',
       'Age',
     ]);

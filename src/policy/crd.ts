@@ -43,20 +43,26 @@ export function policyCrd(): Record<string, unknown> {
             {
               name: 'Mode',
               type: 'string',
-              description: 'What a failing rule does (spec.actions).',
-              jsonPath: '.spec.actions',
+              description: 'What a failing rule does (spec.actions); Mutate for mutate rules.',
+              jsonPath: '.status.actions',
             },
             {
               name: 'Kinds',
               type: 'string',
               description: 'The kinds the policy matches.',
-              jsonPath: '.spec.match.kinds',
+              jsonPath: '.status.kinds',
             },
             {
               name: 'Ready',
-              type: 'boolean',
-              description: 'Compiled and enforced by annex.',
-              jsonPath: '.status.ready',
+              type: 'string',
+              description: 'The policy compiled.',
+              jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+            },
+            {
+              name: 'Enforced',
+              type: 'string',
+              description: 'annex observed the object that enforces it in the API server.',
+              jsonPath: '.status.conditions[?(@.type=="Enforced")].status',
             },
             {
               name: 'Enforced By',

@@ -7,7 +7,7 @@
 // mutated object. A failing rule's causes go where the policy's actions send them: Deny
 // into one 422 Invalid Status (kubectl prints it as built-in validation), Warn into
 // warnings (`<policy>: <field>: <message>`), Audit only into the decisions, which every
-// failing rule yields whatever its actions.
+// failing rule yields whatever its actions. What the answer quotes is bounded (bounds.ts).
 //
 // Mutations are copy-on-write: `mutated` shares every object it did not change with the
 // request's object (which is never modified), so a 10 KB object is not cloned per policy.
@@ -18,16 +18,11 @@ import { fieldErrorBody, validateName } from '../admission/names/index.js';
 import type { AdmissionRequest } from '../admission/review.js';
 import { denyInvalid, invalidField, type FieldCause } from '../admission/verdict.js';
 import type { KubeObject } from '../apiserver/types.js';
+import { boundCauses, boundWarnings, quoter, type Quote } from './bounds.js';
 import type { CompiledMutateRule, CompiledPolicy, CompiledValidateRule } from './compile.js';
+import { matchesWithin } from './cost.js';
 import { policyMatches, type MatchContext } from './match.js';
-import {
-  fieldOfPath,
-  isRecord,
-  matchesOf,
-  renderField,
-  walkPointer,
-  type PathMatch,
-} from './paths.js';
+import { fieldOfPath, isRecord, renderField, walkPointer, type PathMatch } from './paths.js';
 import type { Evaluation, PolicyAction, PolicyDecision } from './types.js';
 
 export type EvaluateContext = MatchContext & {
@@ -49,6 +44,7 @@ const present = (v: unknown) => v !== null && v !== undefined && v !== '';
 function schemaCauses(
   rule: Extract<CompiledValidateRule, { type: 'schema' }>,
   m: PathMatch,
+  quote: Quote,
 ): FieldCause[] {
   if (rule.validate(m.value)) return [];
   const e = rule.validate.errors?.[0];
@@ -67,25 +63,27 @@ function schemaCauses(
   const detail =
     rule.message ??
     `${e?.message ?? 'does not match the schema'}${allowed ? `: ${allowed.map((a) => JSON.stringify(a)).join(', ')}` : ''}`;
-  return [invalidField(renderField([...m.segments, ...at.segments]), at.value, detail)];
+  return [invalidField(renderField([...m.segments, ...at.segments]), quote(at.value), detail)];
 }
 
 function nameCauses(
   rule: Extract<CompiledValidateRule, { type: 'nameRule' }>,
   m: PathMatch,
+  quote: Quote,
 ): FieldCause[] {
+  const shown = quote(m.value);
   if (typeof m.value !== 'string') {
-    return [invalidField(m.field, m.value, rule.message ?? 'must be a string')];
+    return [invalidField(m.field, shown, rule.message ?? 'must be a string')];
   }
   const details = validateName(rule.nameRule, m.value);
   if (details.length === 0) return [];
-  if (rule.message !== undefined) return [invalidField(m.field, m.value, rule.message)];
-  return details.map((d) => invalidField(m.field, m.value, d));
+  if (rule.message !== undefined) return [invalidField(m.field, shown, rule.message)];
+  return details.map((d) => invalidField(m.field, shown, d));
 }
 
 /** The causes of one rule on `obj`; throws when the path cannot be evaluated on it. */
-function validateRule(rule: CompiledValidateRule, obj: object): FieldCause[] {
-  const matches = matchesOf(rule.path, obj);
+function validateRule(rule: CompiledValidateRule, obj: object, quote: Quote): FieldCause[] {
+  const matches = matchesWithin(rule.path, obj);
   switch (rule.type) {
     case 'required':
       return matches.some((m) => present(m.value))
@@ -104,9 +102,9 @@ function validateRule(rule: CompiledValidateRule, obj: object): FieldCause[] {
           message: fieldErrorBody('Forbidden', m.value, rule.message ?? ''),
         }));
     case 'nameRule':
-      return matches.flatMap((m) => nameCauses(rule, m));
+      return matches.flatMap((m) => nameCauses(rule, m, quote));
     case 'schema':
-      return matches.flatMap((m) => schemaCauses(rule, m));
+      return matches.flatMap((m) => schemaCauses(rule, m, quote));
   }
 }
 
@@ -156,7 +154,7 @@ function replaceAt(root: unknown, segments: readonly (string | number)[], value:
  * change with `root`, which is never modified. Returns `root` itself when nothing changed.
  */
 function mutateRule(rule: CompiledMutateRule, root: KubeObject): KubeObject {
-  const matches = matchesOf(rule.path, root);
+  const matches = matchesWithin(rule.path, root);
   const bad = matches.find((m) => !isRecord(m.value));
   if (bad) throw new Error(`${bad.field || 'the object'} is not an object`);
   let out = root;
@@ -223,6 +221,7 @@ export function evaluate(
 
   // Validation: of the (mutated) object; a DELETE has only the old one.
   const target = object ?? request.oldObject ?? undefined;
+  const quote = quoter();
   if (target) {
     for (const policy of matching) {
       for (const rule of policy.validate) {
@@ -231,7 +230,7 @@ export function evaluate(
           continue;
         }
         try {
-          const causes = validateRule(rule, target);
+          const causes = validateRule(rule, target, quote);
           if (causes.length) failures.push({ policy, rule: rule.name, causes });
         } catch (e) {
           fail(policy, rule, e);
@@ -253,11 +252,11 @@ export function evaluate(
       }
     }
   }
-  const verdict = denyCauses.length ? denyInvalid(request, denyCauses) : undefined;
+  const verdict = denyCauses.length ? denyInvalid(request, boundCauses(denyCauses)) : undefined;
   return {
     allowed: !verdict,
     ...(verdict && !verdict.allowed ? { status: verdict.status } : {}),
-    warnings,
+    warnings: boundWarnings(warnings),
     ...(mutated && object ? { mutated: object } : {}),
     decisions,
   };

@@ -1,6 +1,7 @@
 // AdmissionPolicies, live: list + watch them through the API server, compile each once per
-// generation, report `status.ready`/`status.error`, keep the policy webhooks' `rules` equal
-// to the union of what the policies match (server-side apply, field manager annex), answer
+// generation, report `Ready` and `Enforced` conditions (Enforced from the enforcing objects as
+// observed in the API server), declare the policy webhooks' `rules` as the union of what the
+// policies match (annex's registrar applies them: FeatureContext.registrationsChanged), answer
 // those webhooks with the pure evaluator, and record every Deny/Warn/Audit decision of a
 // review from the API server (ReviewContext.authenticated) as an AdmissionEvent and a
 // Kubernetes Event. A validating webhook on AdmissionPolicy objects
@@ -20,16 +21,27 @@ import { loadServingMaterial } from '../certs/index.js';
 import { loadPolicies } from '../cli/check.js';
 import type { Config } from '../config/load.js';
 import type { KubeClient } from '../kube/client.js';
+import { ItemBackoff } from '../kube/backoff.js';
+import { setCondition } from '../kube/conditions.js';
+import { KubeApiError } from '../kube/errors.js';
 import { EventRecorder, kubeEventSink } from '../kube/events.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../server/feature.js';
 import { celObjects, recordsAudit, syncCel, webhookPolicies } from './cel/apply.js';
+import { boundCauses, boundWarnings } from './bounds.js';
 import { celStatus, type CelObjects } from './cel/compile.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
 import { admissionEventsGroup, DecisionLog, observeEvaluation } from './decision-log.js';
 import { evaluate, type EvaluateContext } from './evaluate.js';
 import { policyMatches } from './match.js';
+import {
+  summary,
+  webhookEnforcement,
+  type Enforcement,
+  type Observed,
+  type ObservedWebhook,
+} from './status.js';
 import { eventFor } from './recording.js';
 import { endpointSlicePeers, ReplicaView } from './replicas.js';
 import {
@@ -169,9 +181,11 @@ export function decide(
     warnings.push(...e.warnings);
   }
   const denyCauses = decisions.filter((d) => d.action === 'Deny').flatMap((d) => d.causes);
-  if (!denyCauses.length) return { verdict: allow(warnings), decisions };
-  const v = denyInvalid(req, denyCauses);
-  return { verdict: warnings.length ? { ...v, warnings } : v, decisions };
+  // Each evaluation bounded its own; bounded again, as they add up across policies.
+  const shown = boundWarnings(warnings);
+  if (!denyCauses.length) return { verdict: allow(shown), decisions };
+  const v = denyInvalid(req, boundCauses(denyCauses));
+  return { verdict: shown.length ? { ...v, warnings: shown } : v, decisions };
 }
 
 /** The mutating answer: every matching policy's mutate rules, in order. */
@@ -331,14 +345,9 @@ export function policyFeature(config: Config): Feature {
     },
   });
 
-  /** The rules the API server and annex's own matching use, from the ready policies. */
-  let applied = '';
-  let applying: Promise<void> | undefined;
-  let again = false;
   // What the API server enforces itself (compiled to CEL), and what is left to the webhook.
   let native = new Map<string, CelObjects>();
   let onWebhook: readonly CompiledPolicy[] = [];
-  let nativeApplied = '';
   const celOpts = { annexNamespace: config.tls.namespace };
   const nativeCandidate = (p: CompiledPolicy) =>
     settings.native && kube !== null && !recordsAudit(p);
@@ -362,80 +371,172 @@ export function policyFeature(config: Config): Feature {
   /** What the API server must still send annex: the union of the webhook-side policies' rules. */
   const webhookRules = () => unionRules(onWebhook.flatMap((p) => p.rules));
 
+  // The registrar is the one writer of annex-policies: the rules are a declaration it
+  // re-renders when told (FeatureContext.registrationsChanged).
+  let registrationsChanged = () => {};
+  let declared = '';
   function syncRules(): void {
     plan();
     const rules = webhookRules();
     for (const w of [validating, mutating]) w.registrations[0]!.rules = rules;
-    if (!kube) return;
-    if (applying) {
-      again = true;
-      return;
+    if (JSON.stringify(rules) !== declared) {
+      declared = JSON.stringify(rules);
+      registrationsChanged();
     }
-    const want = JSON.stringify(rules);
-    const wantNative = JSON.stringify([...native.entries()]);
-    if (want === applied && wantNative === nativeApplied) return;
-    applying = (async () => {
-      let ok = true;
-      // The native objects first: a policy moving to the API server is enforced there
-      // before the webhook stops evaluating it.
-      await syncCel(kube!, native).then(
-        () => (nativeApplied = wantNative),
-        (e: Error) => {
-          ok = false;
-          flog?.error({ error: e.message }, 'cannot apply the policies compiled to CEL');
-        },
-      );
-      for (const kind of Object.keys(CONFIG_PATHS) as ConfigKind[]) {
-        await applyRules(kube!, kind, rules).catch((e: Error) => {
-          ok = false;
-          flog?.error(
-            { kind, name: POLICY_CONFIGURATION, error: e.message },
-            'cannot update the policy webhook rules (is the configuration installed?)',
-          );
-        });
-      }
-      // On failure the next policy change, or the configuration appearing, tries again.
-      if (ok) {
-        applied = want;
-        flog?.info({ rules: rules.length }, 'policy webhook rules applied');
-      }
-    })().finally(() => {
-      applying = undefined;
-      if (again) {
-        again = false;
-        syncRules();
-      }
-    });
+    syncNative();
   }
 
+  // The CEL objects: applied by this feature (they are not registrations), one sync at a
+  // time, a failed one retried with backoff until it holds.
+  let nativeStored = new Map<string, string>();
+  let nativeBusy = false;
+  let nativeAgain = false;
+  // Every write of this feature that fails is tried again after a per-item backoff.
+  const backoff = new ItemBackoff<string>();
+  const retries = new Set<NodeJS.Timeout>();
+  const retryLater = (key: string, fn: () => void) => {
+    const delay = backoff.fail(key);
+    const t = setTimeout(() => {
+      retries.delete(t);
+      fn();
+    }, delay);
+    t.unref();
+    retries.add(t);
+    return delay;
+  };
+  function syncNative(): void {
+    if (!kube) return;
+    if (nativeBusy) {
+      nativeAgain = true;
+      return;
+    }
+    const want = new Map([...native].map(([name, o]) => [name, JSON.stringify(o)]));
+    if (JSON.stringify([...want]) === JSON.stringify([...nativeStored])) return;
+    nativeBusy = true;
+    void syncCel(kube, native)
+      .then(
+        () => {
+          nativeStored = want;
+          backoff.forget('cel');
+          refreshStatuses();
+        },
+        (e: Error) => {
+          const retryInMs = retryLater('cel', syncNative);
+          flog?.error(
+            { error: e.message, retryInMs },
+            'cannot apply the policies compiled to CEL; retrying',
+          );
+        },
+      )
+      .finally(() => {
+        nativeBusy = false;
+        if (nativeAgain) {
+          nativeAgain = false;
+          syncNative();
+        }
+      });
+  }
+
+  // The policy webhook as the API server holds it (watched): what `Enforced` is judged on.
+  const observed: Observed = {};
+  const latest = new Map<string, AdmissionPolicy>();
+  const written = new Map<string, string>();
+
   function onPolicy(obj: AdmissionPolicy): void {
+    latest.set(obj.metadata.name, obj);
     const c = set.put(obj);
     if (c.error)
       flog?.warn({ policy: obj.metadata.name, error: c.error }, 'policy does not compile');
-    void writeStatus(obj, c);
   }
 
-  async function writeStatus(obj: AdmissionPolicy, c: Compiled): Promise<void> {
+  function servingCert(): string {
+    try {
+      return loadServingMaterial(config.tls.dir).cert;
+    } catch {
+      return ''; // None readable: no caBundle can be judged to verify it.
+    }
+  }
+
+  function refreshStatuses(): void {
     if (!kube) return;
+    const cert = servingCert();
+    for (const obj of latest.values()) void writeStatus(obj, set.put(obj), cert);
+  }
+
+  function enforced(c: Compiled, cert: string): Enforcement {
+    if (!c.policy)
+      return { status: 'False', reason: 'NotReady', message: 'the policy does not compile' };
+    const p = c.policy;
+    const cel = native.get(p.name);
+    if (!cel) return webhookEnforcement(p, observed, cert, POLICY_CONFIGURATION);
+    const names = [cel.vap, cel.binding, cel.map, cel.mapBinding]
+      .filter((o) => o !== undefined)
+      .map((o) => `${o.kind as string} ${(o.metadata as { name: string }).name}`)
+      .join(', ');
+    // The apply's answer is the object as the API server stored it.
+    return nativeStored.get(p.name) === JSON.stringify(cel)
+      ? {
+          status: 'True',
+          reason: 'AdmissionPolicyStored',
+          message: `the API server holds ${names}`,
+        }
+      : {
+          status: 'False',
+          reason: 'AdmissionPolicyPending',
+          message: `not yet applied to the API server: ${names}`,
+        };
+  }
+
+  async function writeStatus(obj: AdmissionPolicy, c: Compiled, cert: string): Promise<void> {
+    if (!kube) return;
+    const generation = obj.metadata.generation;
+    const gen = generation !== undefined ? { observedGeneration: generation } : {};
+    const e = enforced(c, cert);
+    const conditions = [
+      c.error
+        ? {
+            type: 'Ready',
+            status: 'False' as const,
+            reason: 'CompileError',
+            message: c.error,
+            ...gen,
+          }
+        : {
+            type: 'Ready',
+            status: 'True' as const,
+            reason: 'Compiled',
+            message: 'the policy compiled',
+            ...gen,
+          },
+      { type: 'Enforced', ...e, ...gen },
+    ];
+    const now = new Date();
     const status: PolicyStatus = {
       ready: !c.error,
       ...(c.error ? { error: c.error } : {}),
-      ...(obj.metadata.generation !== undefined
-        ? { observedGeneration: obj.metadata.generation }
-        : {}),
+      ...gen,
       ...(c.policy ? enforcement(c.policy) : {}),
+      ...summary(obj),
+      conditions: conditions
+        .reduce((all, next) => setCondition(all, next, now), obj.status?.conditions ?? [])
+        .filter((x) => x.type === 'Ready' || x.type === 'Enforced'),
     };
-    const cur = obj.status;
-    if (
-      cur &&
-      cur.ready === status.ready &&
-      (cur.error ?? '') === (status.error ?? '') &&
-      cur.observedGeneration === status.observedGeneration &&
-      cur.enforcedBy === status.enforcedBy &&
-      (cur.webhookReason ?? '') === (status.webhookReason ?? '')
-    ) {
-      return;
-    }
+    // The same status (times aside) as last written or as the object holds: nothing to do.
+    const key = JSON.stringify({
+      ...status,
+      conditions: status.conditions!.map(({ lastTransitionTime: _, ...rest }) => rest),
+    });
+    const held = obj.status
+      ? JSON.stringify({
+          ...obj.status,
+          conditions: (obj.status.conditions ?? []).map(
+            ({ lastTransitionTime: _, ...rest }) => rest,
+          ),
+        })
+      : '';
+    const name = obj.metadata.name;
+    if (written.get(name) === key || held === key) return;
+    written.set(name, key);
     try {
       await kube.patch(
         `${POLICIES_PATH}/${encodeURIComponent(obj.metadata.name)}/status`,
@@ -448,9 +549,19 @@ export function policyFeature(config: Config): Feature {
         'apply',
         { fieldManager: FIELD_MANAGER, force: true },
       );
+      backoff.forget(`status/${name}`);
     } catch (e) {
-      // Gone meanwhile (404) or a newer generation on its way: the next event writes again.
-      flog?.debug({ policy: obj.metadata.name, error: (e as Error).message }, 'status not written');
+      written.delete(name);
+      // Gone meanwhile: nothing to write. Else (API server away, 409, 5xx) again after a backoff.
+      if (e instanceof KubeApiError && e.code === 404) return;
+      const retryInMs = retryLater(`status/${name}`, () => {
+        const now = latest.get(name);
+        if (now) void writeStatus(now, set.put(now), servingCert());
+      });
+      flog?.warn(
+        { policy: name, error: (e as Error).message, retryInMs },
+        'status not written; retrying',
+      );
     }
   }
 
@@ -476,6 +587,7 @@ export function policyFeature(config: Config): Feature {
         (e) => {
           if (e.type === 'RELISTED') {
             set.replace(e.items);
+            latest.clear();
             for (const o of e.items) onPolicy(o);
             listed = true;
             listError = '';
@@ -485,11 +597,16 @@ export function policyFeature(config: Config): Feature {
             );
           } else if (e.type === 'DELETED') {
             set.delete(e.object.metadata.name);
+            latest.delete(e.object.metadata.name);
+            written.delete(e.object.metadata.name);
             l.info({ policy: e.object.metadata.name }, 'policy deleted');
           } else if (e.type !== 'BOOKMARK') {
             onPolicy(e.object);
           }
-          if (e.type !== 'BOOKMARK') syncRules();
+          if (e.type !== 'BOOKMARK') {
+            syncRules();
+            refreshStatuses();
+          }
         },
         (err) => {
           listError = err.message;
@@ -514,24 +631,26 @@ export function policyFeature(config: Config): Feature {
         (err) => l.debug({ error: err.message }, 'Namespace watch failed; retrying'),
       ),
     );
-    // Someone re-applied the configurations (kubectl apply of the manifests): put the rules back.
+    // The policy webhook as the API server holds it: the evidence for `Enforced`; and if
+    // someone re-applied the configurations (kubectl apply of the manifests), the registrar
+    // is told to put the rules back.
     for (const kind of Object.keys(CONFIG_PATHS) as ConfigKind[]) {
+      const which = kind === 'ValidatingWebhookConfiguration' ? 'validating' : 'mutating';
       stops.push(
-        startWatch<{ webhooks?: { name: string; rules?: unknown }[] }>(
+        startWatch<{ webhooks?: ({ name: string } & ObservedWebhook)[] }>(
           k,
           CONFIG_PATHS[kind],
           { query: { fieldSelector: `metadata.name=${POLICY_CONFIGURATION}` } },
           (e) => {
+            if (e.type === 'BOOKMARK') return;
             const objs = e.type === 'RELISTED' ? e.items : e.type === 'DELETED' ? [] : [e.object];
-            for (const o of objs) {
-              const w = o.webhooks?.find((x) => x.name === POLICY_WEBHOOK);
-              if (w && listed && !sameRules(w.rules, webhookRules())) {
-                applied = '';
-                syncRules();
-              }
-            }
+            const w = objs.flatMap((o) => o.webhooks ?? []).find((x) => x.name === POLICY_WEBHOOK);
+            observed[which] = w;
+            if (w && listed && !sameRules(w.rules, webhookRules())) registrationsChanged();
+            refreshStatuses();
           },
-          () => {},
+          (err) =>
+            l.debug({ kind, error: err.message }, 'webhook configuration watch failed; retrying'),
         ),
       );
     }
@@ -542,9 +661,10 @@ export function policyFeature(config: Config): Feature {
     webhooks: [mutating, validating, check],
     groups: [admissionEventsGroup(provider)],
     peer: { decisions: () => ({ replica: instance, items: log.items() }) },
-    start: ({ kube: k, log: l }) => {
+    start: ({ kube: k, log: l, registrationsChanged: changed }) => {
       kube = k;
       flog = l;
+      registrationsChanged = changed;
       if (k) return startCluster(k, l);
       for (const p of loadPolicies([settings.directory])) {
         set.put(p.source);
@@ -557,6 +677,7 @@ export function policyFeature(config: Config): Feature {
       );
     },
     stop: async () => {
+      for (const t of retries) clearTimeout(t);
       for (const s of stops.splice(0)) s();
       view?.stop();
       await recorder?.idle();
@@ -564,22 +685,4 @@ export function policyFeature(config: Config): Feature {
     },
     ready: () => listed || `AdmissionPolicies not listed yet${listError ? `: ${listError}` : ''}`,
   };
-}
-
-async function applyRules(
-  kube: KubeClient,
-  kind: ConfigKind,
-  rules: RuleWithOperations[],
-): Promise<void> {
-  await kube.patch(
-    `${CONFIG_PATHS[kind]}/${POLICY_CONFIGURATION}`,
-    {
-      apiVersion: 'admissionregistration.k8s.io/v1',
-      kind,
-      metadata: { name: POLICY_CONFIGURATION },
-      webhooks: [{ name: POLICY_WEBHOOK, rules }],
-    },
-    'apply',
-    { fieldManager: FIELD_MANAGER, force: true },
-  );
 }

@@ -4,6 +4,7 @@
 // own validating webhook). Structural, as apiextensions.k8s.io/v1 requires: every field
 // typed; the free-form JSON Schema and `setIfAbsent` values keep unknown fields.
 import type { JsonSchema } from '../apiserver/types.js';
+import { conditionsSchema } from '../kube/conditions.js';
 import { NAME_RULES } from './names.js';
 
 const str = (description: string): JsonSchema => ({ type: 'string', description });
@@ -209,6 +210,11 @@ export const policyStatusSchema: JsonSchema = {
       description: "Who enforces it: the API server itself (compiled to CEL), or annex's webhook.",
     },
     webhookReason: str('Why the policy stays on the webhook (what CEL cannot express).'),
+    actions: str('What a failing rule does, as text ("Deny,Warn"; "Mutate" for mutate rules).'),
+    kinds: str('The kinds (or resources) the policy matches, as text.'),
+    conditions: conditionsSchema(
+      'Ready: the policy compiled. Enforced: annex observed the object that enforces it in the API server (the webhook configuration covering its rules with a caBundle that verifies annex, or its ValidatingAdmissionPolicy and binding).',
+    ),
   },
 };
 

@@ -5,6 +5,7 @@ import type { FieldCause } from '../admission/verdict.js';
 import type { AdmissionRequest, Operation } from '../admission/review.js';
 import type { LabelSelectorSpec, RuleWithOperations } from '../admission/webhook.js';
 import type { Status } from '../apiserver/status.js';
+import type { Condition } from '../kube/conditions.js';
 import type { JsonSchema } from '../apiserver/types.js';
 
 export const POLICY_GROUP = 'policy.annex.dev';
@@ -86,6 +87,12 @@ export interface AdmissionPolicy {
     observedGeneration?: number;
     enforcedBy?: 'ValidatingAdmissionPolicy' | 'webhook';
     webhookReason?: string;
+    /** Printer-column text: "Deny,Warn", "Mutate". */
+    actions?: string;
+    /** Printer-column text: "Pod,apps/Deployment". */
+    kinds?: string;
+    /** `Ready` (compiled) and `Enforced` (its enforcing object observed in the API server). */
+    conditions?: Condition[];
   };
 }
 

@@ -19,7 +19,7 @@ import { peerEndpoints } from './client-cert.js';
 import { statusErrors } from './errors.js';
 import { health, type Readiness } from './health.js';
 import { prometheusEndpoint } from './prometheus.js';
-import { overload, type InFlightLimits } from './overload.js';
+import { fairShare, overload, type InFlightLimits } from './overload.js';
 import { inFlightBytes } from './review-io.js';
 import type { ReviewCaller, ReviewCallers } from './review-callers.js';
 import { unreadBody } from './unread-body.js';
@@ -75,6 +75,7 @@ export function createApp(parts: AppParts): Koa {
   app.use(requestInfoMiddleware()); // 5. verb, group, resource, namespace, name: parsed once
   if (parts.auth) {
     app.use(parts.auth.authenticate); // 6. who: front-proxy cert + X-Remote-*, client cert, token
+    if (parts.maxInFlight) app.use(fairShare(parts.maxInFlight)); // 6b. each caller its share of its class, else 429
     app.use(parts.auth.authorize); // 7. may they: SubjectAccessReview, cached
   } else if (!parts.trustLoopback) {
     app.use(refuseWithoutApiServer); // 6–7. nobody to ask: refuse all but the above

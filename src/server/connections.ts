@@ -232,13 +232,22 @@ export class ConnectionTracker {
       'content-length': Buffer.byteLength(tooMany),
       'retry-after': 1,
     };
-    if ('stream' in req) {
-      res.once('finish', () => c.session?.close());
-    } else {
-      headers.connection = 'close';
-    }
+    if (!('stream' in req)) headers.connection = 'close';
     res.writeHead(503, headers);
     res.end(tooMany);
+    if ('stream' in req) {
+      // GOAWAY at once, not on the answer's 'finish': as with the 408 below, the compat
+      // layer emits that only when the stream closes, which a client that grants no
+      // window for the body (or holds its side open) never lets happen, and the refused
+      // connection would stay. RST_STREAM(NO_ERROR) follows the answer once it is sent
+      // (RFC 9113 §8.1: a complete response may end the client's request); a client that
+      // will not take it gets requestTimeout, as a body that never comes does.
+      c.session?.close();
+      req.stream.close(http2.constants.NGHTTP2_NO_ERROR);
+      const t = setTimeout(() => c.session?.destroy(), this.o.requestTimeoutMs);
+      t.unref();
+      req.stream.once('close', () => clearTimeout(t));
+    }
   }
 
   /** An HTTP/2 request body that has not ended within requestTimeout: 408, stream reset. */

@@ -14,6 +14,13 @@ export interface FeatureContext {
   kube: KubeClient | null;
   /** A child logger named after the feature. */
   log: Logger;
+  /**
+   * Call after changing this feature's declarations at run time (a webhook's `rules`):
+   * annex's registrar, the one writer of the registrations, applies them again (retried with
+   * backoff until it holds). Never patch a registration yourself: a second writer of the same
+   * object takes fields from the first.
+   */
+  registrationsChanged(): void;
 }
 
 export interface Feature {

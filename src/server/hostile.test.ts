@@ -227,6 +227,27 @@ describe('the connection cap', () => {
     const h = await h2Connect(l);
     expect((await h2Request(h, { ':path': '/livez' })).status).toBe(503);
   }, 20_000);
+
+  it('closes a refused HTTP/2 connection whose client never takes the answer', async () => {
+    const l = await start({ maxConnections: 10, requestTimeoutSeconds: 1 });
+    for (let i = 0; i < 10; i++) {
+      const s = await h2Connect(l);
+      s.request({ ':path': '/stream?ms=10000' }).on('error', () => {});
+    }
+    await sleep(300);
+    // Over the cap, a client that grants no flow-control window: the 503's body cannot be
+    // sent, so the compat layer's 'finish' (emitted when the stream closes) never came,
+    // nor the GOAWAY waiting on it, and the refused connection (one of REFUSING_MAX) was
+    // held for as long as the client liked. Now: GOAWAY at once, closed by requestTimeout.
+    const h = await h2Connect(l, { initialWindowSize: 0 });
+    const req = h.request({ ':method': 'POST', ':path': '/echo' }, { endStream: false });
+    req.on('error', () => {});
+    const status = await new Promise<number>((resolve) =>
+      req.on('response', (hd) => resolve(Number(hd[':status']))),
+    );
+    expect(status).toBe(503);
+    expect(await closedWithin(h, 3000)).toBe(true);
+  }, 20_000);
 });
 
 describe('TLS 1.2 cipher suites (Go crypto/tls defaults)', () => {

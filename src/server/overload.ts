@@ -95,12 +95,10 @@ export function overload(limits: InFlightLimits): Overload {
 
   const middleware: Koa.Middleware = async (ctx, next) => {
     const p = priorityOf(ctx.method, ctx.url);
+    (ctx.state as { priority?: Priority }).priority = p;
     if (held[p] >= limits[p]) {
       refusedBy[p].inc();
-      ctx.status = 429;
-      ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
-      ctx.set('Content-Type', 'application/json');
-      ctx.body = REFUSAL;
+      refuse(ctx);
       return;
     }
     held[p]++;
@@ -117,6 +115,57 @@ export function overload(limits: InFlightLimits): Overload {
   };
   return { middleware, inFlight: () => held };
 }
+
+function refuse(ctx: Koa.Context): void {
+  ctx.status = 429;
+  ctx.set('Retry-After', String(RETRY_AFTER_SECONDS));
+  ctx.set('Content-Type', 'application/json');
+  ctx.body = REFUSAL;
+}
+
+/**
+ * Fairness by caller within a class, once authentication has said who the caller is (the
+ * front-proxy user: every aggregated request arrives from the API server's address, so the
+ * address is no key). With n callers holding slots of a class, a caller may take a new one
+ * only while it holds fewer than ceil(bound / n): one client flooding discovery keeps the
+ * others' share instead of taking every slot, and a lone caller still has the whole bound.
+ * Reviews are exempt: their one caller is the API server.
+ */
+export function fairShare(limits: InFlightLimits): Koa.Middleware {
+  const byClass = new Map<Priority, Map<string, number>>(
+    PRIORITIES.map((p) => [p, new Map<string, number>()]),
+  );
+  return async (ctx, next) => {
+    const state = ctx.state as { priority?: Priority; user?: { name?: string } };
+    const p = state.priority;
+    const user = state.user?.name;
+    if (!p || p === 'review' || user === undefined) return next();
+    const held = byClass.get(p)!;
+    const mine = held.get(user) ?? 0;
+    const callers = held.size + (mine ? 0 : 1);
+    if (mine >= Math.max(1, Math.ceil(limits[p] / callers))) {
+      refusedBy(p);
+      refuse(ctx);
+      return;
+    }
+    held.set(user, mine + 1);
+    const release = () => {
+      const n = (held.get(user) ?? 1) - 1;
+      if (n > 0) held.set(user, n);
+      else held.delete(user);
+    };
+    if (p === 'watch') {
+      ctx.res.once('close', release);
+      return next();
+    }
+    try {
+      await next();
+    } finally {
+      release();
+    }
+  };
+}
+const refusedBy = (p: Priority) => rejected.labels(p).inc();
 
 /** annex_requests_in_flight{priority}: read from the newest overload step at scrape time. */
 let readHeld: () => InFlightLimits = () => ({ review: 0, discovery: 0, watch: 0, requests: 0 });

@@ -106,9 +106,19 @@ export async function startAnnex(
     shared?.stop();
     kube?.close();
   };
+  // The registrar starts once annex listens; a feature may change its declarations before.
+  let registrar: Registrar | null = null;
+  const reactive = new Set<string>();
   try {
     for (const f of features) {
-      await f.start?.({ kube, log: log.child({ feature: f.name }) });
+      await f.start?.({
+        kube,
+        log: log.child({ feature: f.name }),
+        registrationsChanged: () => {
+          reactive.add(f.name);
+          registrar?.changed(f.name);
+        },
+      });
       started.push(f);
     }
   } catch (e) {
@@ -192,15 +202,17 @@ export async function startAnnex(
       ),
   );
   log.info({ url: listening.url }, 'annex is serving');
-  const registrar = startRegistration(
+  const registration = startRegistration(
     config,
     kube,
     features,
+    reactive,
     () => serving.ca,
     () => shuttingDown,
     log,
   );
-  sharedGroupsReport = registrar?.report ?? null;
+  registrar = registration;
+  sharedGroupsReport = registration?.report ?? null;
   let closed: Promise<void> | undefined;
   const close = () =>
     (closed ??= (async () => {
@@ -236,21 +248,27 @@ export async function startAnnex(
 }
 
 /**
- * registration.apply: each feature's APIServices and webhook configurations, applied once
- * it is ready (and not shutting down), with annex's CA, re-applied when the CA changes.
+ * The one writer of annex's registrations. With registration.apply: each feature's
+ * APIServices and webhook configurations, applied once it is ready (and not shutting down),
+ * with annex's CA, again whenever their rendering changes (the CA; rules a feature changes
+ * at run time). Without it the install owns them, and annex applies only the `rules` of the
+ * webhooks whose feature changes them at run time (`registrationsChanged`).
  */
 function startRegistration(
   config: Config,
   kube: ReturnType<typeof connectKube>,
   features: Feature[],
+  reactive: ReadonlySet<string>,
   ca: () => string | undefined,
   shuttingDown: () => boolean,
   log: Logger,
 ): (Registrar & { report: (() => string) | null }) | null {
-  if (!config.registration.apply || !kube) return null;
+  if (!kube) return null;
   const service = serviceRefOf(config);
+  const full = config.registration.apply;
   const regLog = log.child({ component: 'registration' });
-  const shared = sharedGroups(declarationsOf(features).groups).map((g) => g.group);
+  // Only annex's own APIService writes need the owner check (manifests/ownership.ts).
+  const shared = full ? sharedGroups(declarationsOf(features).groups).map((g) => g.group) : [];
   const gate = shared.length
     ? ownershipGate({
         kube,
@@ -262,19 +280,35 @@ function startRegistration(
     : null;
   const units = features
     .flatMap((f) => {
-      const d = declarationsOf([f]);
       const ready = () => !shuttingDown() && (f.ready?.() ?? true) === true;
-      const own = { ...d, groups: d.groups.filter((g) => !g.apiService?.shared) };
+      const own = () => {
+        const d = declarationsOf([f]);
+        return gate ? { ...d, groups: d.groups.filter((g) => !g.apiService?.shared) } : d;
+      };
       return [
-        { name: f.name, objects: renderObjects(own, service), ready },
-        ...(gate ? sharedGroupUnits(f.name, d.groups, service, ready, gate) : []),
+        {
+          name: f.name,
+          objects: () => {
+            const objects = renderObjects(own(), service);
+            if (full) return objects;
+            return reactive.has(f.name)
+              ? objects.filter(isWebhookConfiguration).map(rulesOnly)
+              : [];
+          },
+          ready,
+        },
+        ...(gate ? sharedGroupUnits(f.name, declarationsOf([f]).groups, service, ready, gate) : []),
       ];
     })
-    .filter((u) => u.objects.length > 0);
+    .filter((u) => !full || u.objects().length > 0);
+  if (!units.length) {
+    gate?.stop();
+    return null;
+  }
   const registrar = registerWhenReady({
     kube,
     units,
-    caBundle: () => Buffer.from(ca() ?? '').toString('base64'),
+    caBundle: () => (full ? Buffer.from(ca() ?? '').toString('base64') : ''),
     log: regLog,
   });
   return {
@@ -286,6 +320,17 @@ function startRegistration(
     },
   };
 }
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Rendered = Record<string, any>;
+const isWebhookConfiguration = (o: Rendered) => Array.isArray(o.webhooks);
+/** Only the webhooks' names and rules: what annex owns when the install owns the rest. */
+const rulesOnly = (o: Rendered): Rendered => ({
+  apiVersion: o.apiVersion,
+  kind: o.kind,
+  metadata: { name: o.metadata.name },
+  webhooks: (o.webhooks as Rendered[]).map((w) => ({ name: w.name, rules: w.rules })),
+});
 
 /** Keeps the configured caBundles equal to annex's CA; a no-op when none are configured. */
 function caInjector(config: Config, kube: ReturnType<typeof connectKube>, log: Logger) {

@@ -6,15 +6,22 @@
 // (the test finalizes the emptied namespace, as that controller would).
 import { spawn } from 'node:child_process';
 import { afterAll, expect, it } from 'vitest';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments, stringify } from 'yaml';
 import { freePort } from '../cluster/control-plane.js';
 import { cli, runCli, expectOneLineError } from '../cluster/cli.js';
-import { createNamespace, describeCluster, kubectl, kubectlOk } from '../cluster/harness.js';
+import {
+  createNamespace,
+  describeCluster,
+  kubectl,
+  kubectlOk,
+  waitForCondition,
+} from '../cluster/harness.js';
 import { canRunAsPod, eventually, startAnnexPod, type AnnexPod } from '../cluster/pod.js';
 
 const NS = 'annex-it';
+const ROOT = join(import.meta.dirname, '..', '..');
 
 /** Every object of every listable kind that carries annex's name label, as kind/name lines. */
 async function annexLabelled(): Promise<string[]> {
@@ -111,9 +118,26 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
       const config = parse(cm.data['annex.yaml']);
       expect(config.registration.apply).toBe(true);
       expect(config.tls.namespace).toBe(NS);
-      // No kubelets here: the local metrics source, and a short drain for the test.
-      config.metrics = { source: 'local', scrapeIntervalSeconds: 1, localNamespace: NS };
-      config.server.shutdownDelaySeconds = 1;
+      // What this machine forces on the shipped configuration, each for a reason; the rest
+      // (registration.apply, policy with native enforcement, scaling, the shared CA) as shipped.
+      const overrides: [string, unknown, string][] = [
+        [
+          'metrics',
+          { source: 'local', scrapeIntervalSeconds: 1, localNamespace: NS },
+          'no kubelets to scrape on this control plane',
+        ],
+        ['server.shutdownDelaySeconds', 1, 'a short drain, so the test ends sooner'],
+        [
+          'admission.clientCA',
+          c.webhookClientCaFile,
+          'no kubelet mounts the ConfigMap annex-admission-client-ca: the file it would hold',
+        ],
+      ];
+      for (const [path, value] of overrides) {
+        const keys = path.split('.');
+        const last = keys.pop()!;
+        keys.reduce((o, k) => (o[k] ??= {}), config)[last] = value;
+      }
       pod = await startAnnexPod({
         namespace: NS,
         serviceAccount: 'annex',
@@ -165,6 +189,91 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
         await kubectlOk(['get', '--raw', '/apis/metrics.annex.dev/v1beta1/nodes']),
       );
       expect(nodes.kind).toBe('NodeMetricsList');
+
+      // The demo policies as the docs apply them: each enforced by the path its status
+      // claims, once annex has observed that path in the API server.
+      await kubectlOk(['apply', '-f', join(ROOT, 'policies')]);
+      const shipped = readdirSync(join(ROOT, 'policies')).filter((f) => f.endsWith('.yaml'));
+      await waitForCondition(['admissionpolicies', '--all'], 'Enforced', { timeoutMs: 60_000 });
+      const policies = JSON.parse(await kubectlOk(['get', 'admissionpolicies', '-o', 'json']))
+        .items as any[];
+      expect(policies).toHaveLength(shipped.length);
+      const by = Object.fromEntries(policies.map((p) => [p.metadata.name, p.status]));
+      for (const s of Object.values(by) as any[]) {
+        expect(s.conditions.map((x: any) => [x.type, x.status])).toEqual([
+          ['Ready', 'True'],
+          ['Enforced', 'True'],
+        ]);
+      }
+      // The regexp lookahead, Audit and mutate rules stay on annex's webhook.
+      for (const name of ['pinned-images', 'host-network', 'default-requests'])
+        expect([name, by[name].enforcedBy]).toEqual([name, 'webhook']);
+      const table = await kubectlOk(['get', 'admissionpolicies']);
+      expect(table).toMatch(/^NAME\s+MODE\s+KINDS\s+READY\s+ENFORCED\s+ENFORCED BY\s+AGE$/m);
+      expect(table).toMatch(
+        /^default-requests\s+Mutate\s+Pod,apps\/Deployment,\S+\s+True\s+True\s+webhook\s/m,
+      );
+      expect(table).toMatch(/^pinned-images\s+Deny\s+Pod,\S+\s+True\s+True\s+webhook\s/m);
+      const policyHook = JSON.parse(
+        await kubectlOk(['get', 'validatingwebhookconfiguration', 'annex-policies', '-o', 'json']),
+      );
+      expect(policyHook.webhooks[0]).toMatchObject({ sideEffects: 'NoneOnDryRun' });
+      expect(policyHook.webhooks[0].rules.length).toBeGreaterThan(0);
+
+      const deny = await kubectl([
+        '-n',
+        ns,
+        'create',
+        'deployment',
+        'web',
+        '--image=nginx:latest',
+        '--dry-run=server',
+      ]);
+      expect([deny.code, deny.stderr]).toEqual([1, expect.stringContaining('must be pinned')]);
+      const warn = await kubectl([
+        '-n',
+        ns,
+        'create',
+        'deployment',
+        'web',
+        '--image=nginx:1.27',
+        '--dry-run=server',
+      ]);
+      expect([warn.code, warn.stderr]).toEqual([0, expect.stringMatching(/^Warning: .*app-name/m)]);
+      const defaulted = JSON.parse(
+        await kubectlOk([
+          '-n',
+          ns,
+          'run',
+          'p',
+          '--image=nginx:1.27',
+          '--dry-run=server',
+          '-o',
+          'json',
+        ]),
+      );
+      expect(defaulted.spec.containers[0].resources.requests).toEqual({
+        cpu: '100m',
+        memory: '128Mi',
+      });
+      // Audit: allowed, and recorded (the API server's reviews carry its client certificate).
+      await kubectlOk([
+        '-n',
+        ns,
+        'run',
+        'hn',
+        '--image=nginx:1.27',
+        '--overrides={"spec":{"hostNetwork":true}}',
+      ]);
+      await eventually(
+        async () =>
+          (await kubectlOk(['get', 'admissionevents', '-n', ns])).includes('host-network'),
+        20_000,
+        'the Audit decision in admissionevents',
+      );
+      expect(pod.output()).not.toMatch(
+        /cannot update the policy webhook rules|registration failed/,
+      );
 
       // Upgrade path: `annex install` again (same or newer manifests) leaves annex's own
       // registrations in place — the placeholders' empty webhook lists own nothing.
@@ -233,6 +342,19 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
         'the namespace to go',
       );
       expect(await annexLabelled()).toEqual([]);
+      // The ValidatingAdmissionPolicies annex created for its policies go too.
+      expect(
+        (
+          await kubectlOk([
+            'get',
+            'validatingadmissionpolicies,validatingadmissionpolicybindings',
+            '-l',
+            'policy.annex.dev/policy',
+            '-o',
+            'name',
+          ])
+        ).trim(),
+      ).toBe('');
     },
   );
 });

@@ -156,7 +156,7 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
     );
     await eventually(async () => {
       const t = await kubectlOk(['get', 'admissionpolicy', 'workload-names']);
-      return /^workload-names\s+\["Deny"\]\s+\S+\s+true\s/m.test(t) ? t : undefined;
+      return /^workload-names\s+Deny\s+Pod,\S+\s+True\s+True\s+webhook\s/m.test(t) ? t : undefined;
     }, 10_000);
     // Only matching requests reach annex: the rules are the policy's kinds and CREATE.
     const vwc = JSON.parse(
@@ -476,6 +476,51 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
       native: false,
     });
     expect(withNameWarning).toEqual(['name.yaml', 'both.yaml']);
+  });
+
+  it('300 failing rules on a 900 KB value: a bounded denial, passed on by the API server', async () => {
+    // Before the bounds, annex built a 277 MB answer (or, with distinct messages, one past
+    // V8's longest string, and the review failed).
+    const bounded = [0, 1, 2, 3, 4].map((p) => ({
+      apiVersion: 'policy.annex.dev/v1alpha1',
+      kind: 'AdmissionPolicy',
+      metadata: { name: `bounded-${p}` },
+      spec: {
+        match: { kinds: ['ConfigMap'], namespaces: [ns] },
+        actions: ['Deny', 'Warn'],
+        validate: Array.from({ length: 60 }, (_, r) => ({
+          name: `r${r}`,
+          path: '$.data.v',
+          schema: { type: 'integer' },
+          message: `must be a number (rule ${p}.${r})`,
+        })),
+      },
+    }));
+    await applyObjects(bounded);
+    try {
+      const cm = {
+        apiVersion: 'v1',
+        kind: 'ConfigMap',
+        metadata: { name: 'big', namespace: ns },
+        data: { v: 'x'.repeat(900 * 1024) },
+      };
+      const path = `/api/v1/namespaces/${ns}/configmaps?dryRun=All`;
+      const r = await eventually(async () => {
+        const x = await apiRequest('POST', path, { body: cm });
+        return x.status === 422 && x.json().details?.causes?.length === 101 ? x : undefined;
+      }, 30_000);
+      expect(Buffer.byteLength(r.body)).toBeLessThan(64 * 1024);
+      const causes = r.json().details.causes;
+      expect(causes[0].message).toBe(
+        'Invalid value: <value omitted: 921600 bytes>: must be a number (rule 0.0)',
+      );
+      expect(causes.at(-1).message).toBe('and 200 more causes not shown');
+      const warnings = [r.headers.warning ?? []].flat().join('\n');
+      expect(warnings).toContain('<value omitted: 921600 bytes>');
+      expect(warnings.length).toBeLessThan(8 * 1024);
+    } finally {
+      await deleteObjects(bounded);
+    }
   });
 
   it('the policy watch survives a forced 410 and a kube-apiserver restart', async () => {

@@ -45,7 +45,10 @@ export async function startAdmissionApp(
   // debug: the access log line is checked too.
   const log = createLogger('debug', sink);
   const features = builtinFeatures(config);
-  if (opts.policies) await features.find((f) => f.name === 'policy')?.start?.({ kube: null, log });
+  if (opts.policies)
+    await features
+      .find((f) => f.name === 'policy')
+      ?.start?.({ kube: null, log, registrationsChanged: () => {} });
   const app = createApp({
     log,
     readiness: () => [],

@@ -177,9 +177,9 @@ export function readResponse(s: tls.TLSSocket, ms = 5000) {
   );
 }
 
-export function h2Connect(l: Listening) {
+export function h2Connect(l: Listening, settings: http2.Settings = {}) {
   return new Promise<http2.ClientHttp2Session>((resolve, reject) => {
-    const s = http2.connect(l.url, { ca, servername: 'localhost' });
+    const s = http2.connect(l.url, { ca, servername: 'localhost', settings });
     s.once('connect', () => resolve(s));
     s.once('error', reject);
     opened.push(s);

@@ -99,9 +99,21 @@ function goRunes(bytes: Uint8Array): (string | number)[] {
   return out;
 }
 
+/**
+ * A value too large to quote, printed as `<value omitted: N bytes>`: a stand-in with a
+ * String() method, as field.Error prints a fmt.Stringer bad value with %s.
+ */
+export class OmittedValue {
+  constructor(readonly bytes: number) {}
+  toString(): string {
+    return `<value omitted: ${this.bytes} bytes>`;
+  }
+}
+
 /** How field.Error prints a bad value: strings %q, numbers and booleans plain, the rest JSON. */
 export function formatBadValue(value: unknown): string {
   if (value === null || value === undefined) return 'null';
+  if (value instanceof OmittedValue) return value.toString();
   if (typeof value === 'string' || value instanceof Uint8Array) return goQuote(value);
   if (typeof value === 'number' || typeof value === 'boolean') return String(value);
   return JSON.stringify(value);

@@ -8,6 +8,7 @@ export {
   formatBadValue,
   goQuote,
   goString,
+  OmittedValue,
   typeErrorBody,
 } from './field.js';
 export type { FieldErrorType } from './field.js';

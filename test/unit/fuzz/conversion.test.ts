@@ -143,6 +143,6 @@ describe(`fuzz: ${RUNS} mutated ConversionReviews (seed ${SEED})`, () => {
       );
       for (const o of ['Success', 'Failed', '400']) expect(outcomes.get(o) ?? 0).toBeGreaterThan(0);
     },
-    timeoutFor(RUNS, 1),
+    timeoutFor(RUNS, 3),
   );
 });
