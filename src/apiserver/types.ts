@@ -83,6 +83,12 @@ export interface GroupVersionDecl {
     versionPriority?: Record<string, number>;
     /** Rendered as the comment above the APIService YAML. */
     description?: string;
+    /**
+     * A group other projects serve too (metrics-server, KEDA, prometheus-adapter): annex
+     * registers it only while no APIService of the group points at another Service, unless
+     * registration.replaceOwners names it (src/manifests/ownership.ts).
+     */
+    shared?: boolean;
   };
 }
 

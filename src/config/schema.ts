@@ -108,6 +108,13 @@ export interface Config {
      * those names (apply creates with patch alone).
      */
     apply: boolean;
+    /**
+     * API groups other projects serve too (metrics.k8s.io: metrics-server; external. and
+     * custom.metrics.k8s.io: KEDA, prometheus-adapter) whose APIServices annex replaces even
+     * when another Service serves one of their versions. Without it annex leaves such a group
+     * alone and says so in its log and /readyz?verbose.
+     */
+    replaceOwners: string[];
   };
   /** The API server annex talks to (authentication, authorization, watches, writes). */
   kube: {
@@ -222,6 +229,11 @@ export interface Config {
      * (metrics.annex.dev) annex polls: HPAs scale on them. Needs the CRD and an API server.
      */
     enabled: boolean;
+    /**
+     * Serve and register external.metrics.k8s.io and custom.metrics.k8s.io (what HPAs read).
+     * Off in the kustomize base: KEDA and prometheus-adapter own them in many clusters.
+     */
+    registerMetricsApis: boolean;
     /** Where json and prometheus sources may be read from (the schema's descriptions say how). */
     allow: { urls: string[]; hosts: string[]; cidrs: string[] };
   };
@@ -338,9 +350,14 @@ export const configSchema: JSONSchemaType<Config> = {
     registration: {
       type: 'object',
       additionalProperties: false,
-      required: ['apply', 'servicePort'],
+      required: ['apply', 'servicePort', 'replaceOwners'],
       properties: {
         apply: { type: 'boolean', default: false },
+        replaceOwners: {
+          type: 'array',
+          items: { type: 'string', pattern: '^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$' },
+          default: [],
+        },
         servicePort: { type: 'integer', minimum: 0, maximum: 65535, default: 0 },
       },
     },
@@ -474,9 +491,10 @@ export const configSchema: JSONSchemaType<Config> = {
     scaling: {
       type: 'object',
       additionalProperties: false,
-      required: ['enabled', 'allow'],
+      required: ['enabled', 'registerMetricsApis', 'allow'],
       properties: {
         enabled: { type: 'boolean', default: false },
+        registerMetricsApis: { type: 'boolean', default: true },
         allow: {
           type: 'object',
           description: [

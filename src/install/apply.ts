@@ -6,6 +6,7 @@
 // app.kubernetes.io/name=annex, namespace last.
 import type { KubeClient } from '../kube/client.js';
 import { KubeApiError } from '../kube/errors.js';
+import { isAnnexApiService, refusal, type ApiServiceLike } from '../manifests/ownership.js';
 import { REGISTRATION_PATHS } from '../manifests/register.js';
 import { POLICY_LABEL } from '../policy/cel/compile.js';
 import { NAME_LABEL, type Obj } from './bundle.js';
@@ -102,7 +103,7 @@ export async function applyBundle(kube: KubeClient, objs: Obj[], say: Say): Prom
         );
       } catch (e) {
         if (!(e instanceof KubeApiError && e.code === 409)) throw e;
-        say(`kept ${o.kind.toLowerCase()}/${o.metadata.name} (annex's own)`);
+        say(await kept(kube, o, serviceOf(objs)));
       }
       continue;
     }
@@ -111,8 +112,23 @@ export async function applyBundle(kube: KubeClient, objs: Obj[], say: Say): Prom
   }
 }
 
-interface ApiServiceLike {
-  metadata: { name: string };
+/** The Service annex's registrations name, as the bundle declares it. */
+function serviceOf(bundle: Obj[]): { namespace: string; name: string } {
+  const s = bundle.find((o) => o.kind === 'Service');
+  return { namespace: s?.metadata.namespace ?? '', name: s?.metadata.name ?? '' };
+}
+
+/** An existing registration kept as it is: annex's own, or (APIService) another owner's. */
+async function kept(kube: KubeClient, o: Obj, service: { namespace: string; name: string }) {
+  const what = `${o.kind.toLowerCase()}/${o.metadata.name}`;
+  if (o.kind !== 'APIService') return `kept ${what} (annex's own)`;
+  const live = await kube.get<ApiServiceLike>(objectPath(o));
+  return isAnnexApiService(live, service)
+    ? `kept ${what} (annex's own)`
+    : `kept ${what}: ${refusal(o.spec.group as string, [live])}`;
+}
+
+interface ApiServiceStatus extends ApiServiceLike {
   status?: { conditions?: { type: string; status: string; message?: string }[] };
 }
 
@@ -129,7 +145,9 @@ export async function waitForRegistration(
   let last = '';
   for (;;) {
     const [apis, hooks] = await Promise.all([
-      kube.list<ApiServiceLike>(REGISTRATION_PATHS.APIService!, { labelSelector: NAME_LABEL }),
+      kube.list<ApiServiceStatus>(REGISTRATION_PATHS.APIService!, {
+        labelSelector: NAME_LABEL,
+      }),
       Promise.all(
         ['ValidatingWebhookConfiguration', 'MutatingWebhookConfiguration'].map(async (kind) =>
           // List items carry no kind: put it back for the messages.
@@ -185,22 +203,41 @@ async function deleteIfThere(kube: KubeClient, path: string): Promise<boolean> {
   }
 }
 
+/**
+ * What uninstall may delete: everything labelled as annex's, except an APIService that
+ * points at another Service (a shared group's owner, e.g. KEDA, that an older `kubectl
+ * apply -k` labelled): annex never deletes what it does not serve.
+ */
+async function ours(
+  kube: KubeClient,
+  kind: string,
+  ns: string | undefined,
+  service: { namespace: string; name: string },
+  labelSelector = NAME_LABEL,
+): Promise<Obj[]> {
+  const list = await kube.list<Obj>(collection(kind, ns), { labelSelector });
+  return kind === 'APIService'
+    ? list.items.filter((o) => isAnnexApiService(o as ApiServiceLike, service))
+    : list.items;
+}
+
 async function sweep(
   kube: KubeClient,
   kind: string,
   ns: string | undefined,
   say: Say,
+  service: { namespace: string; name: string },
   labelSelector = NAME_LABEL,
 ): Promise<void> {
-  let list: { items: Obj[] };
+  let items: Obj[];
   try {
-    list = await kube.list<Obj>(collection(kind, ns), { labelSelector });
+    items = await ours(kube, kind, ns, service, labelSelector);
   } catch (e) {
     // A kind this API server does not serve (MutatingAdmissionPolicy off): nothing of it to delete.
     if (e instanceof KubeApiError && e.code === 404) return;
     throw e;
   }
-  for (const o of list.items) {
+  for (const o of items) {
     const path = `${collection(kind, o.metadata.namespace)}/${o.metadata.name}`;
     if (await deleteIfThere(kube, path)) say(`deleted ${kind.toLowerCase()}/${o.metadata.name}`);
   }
@@ -218,23 +255,19 @@ export async function uninstall(
   say: Say,
   waitMs = 30_000,
 ): Promise<string[]> {
-  for (const kind of REGISTRATION_KINDS) await sweep(kube, kind, undefined, say);
-  for (const kind of REGISTRATION_KINDS) {
-    const path = collection(kind);
-    await until(
-      async () => (await kube.list<Obj>(path, { labelSelector: NAME_LABEL })).items.length === 0,
-      waitMs,
-    );
-  }
-  for (const kind of POLICY_KINDS) await sweep(kube, kind, undefined, say, POLICY_LABEL);
+  const service = serviceOf(bundle);
+  for (const kind of REGISTRATION_KINDS) await sweep(kube, kind, undefined, say, service);
+  for (const kind of REGISTRATION_KINDS)
+    await until(async () => (await ours(kube, kind, undefined, service)).length === 0, waitMs);
+  for (const kind of POLICY_KINDS) await sweep(kube, kind, undefined, say, service, POLICY_LABEL);
   const namespaces = [
     ...new Set(bundle.map((o) => o.metadata.namespace as string | undefined).filter((n) => n)),
   ] as string[];
   for (const ns of namespaces) {
     if (!(await exists(kube, `/api/v1/namespaces/${ns}`))) continue;
-    for (const kind of NAMESPACED_KINDS) await sweep(kube, kind, ns, say);
+    for (const kind of NAMESPACED_KINDS) await sweep(kube, kind, ns, say, service);
   }
-  for (const kind of CLUSTER_KINDS) await sweep(kube, kind, undefined, say);
+  for (const kind of CLUSTER_KINDS) await sweep(kube, kind, undefined, say, service);
   const own = bundle.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name as string);
   for (const ns of own)
     if (await deleteIfThere(kube, `/api/v1/namespaces/${ns}`)) say(`deleted namespace/${ns}`);

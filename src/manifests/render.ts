@@ -252,15 +252,71 @@ export function renderPlaceholders(
   );
 }
 
-/** manifests/registrations.yaml: the placeholders for the base's own config. */
+/**
+ * annex:registration: patch on exactly the names annex registers (rendered from the same
+ * declarations as the placeholders, so turning a group on brings its RBAC along), and
+ * list/watch of APIServices to see who else serves a shared group (ownership.ts).
+ */
+export function registrationRbac(d: Declarations, service: ServiceRef): Record<string, unknown>[] {
+  const objs = renderObjects(d, service) as { kind: string; metadata: { name: string } }[];
+  const names = (kind: string) => [
+    ...new Set(objs.filter((o) => o.kind === kind).map((o) => o.metadata.name)),
+  ];
+  const patch = (group: string, resource: string, kind: string) => {
+    const n = names(kind).sort();
+    // An empty resourceNames would allow every name: no rule instead.
+    return n.length
+      ? [{ apiGroups: [group], resources: [resource], resourceNames: n, verbs: ['patch'] }]
+      : [];
+  };
+  const name = 'annex:registration';
+  return [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name },
+      rules: [
+        ...patch('apiregistration.k8s.io', 'apiservices', 'APIService'),
+        ...(d.groups.some((g) => g.apiService?.shared)
+          ? [
+              {
+                apiGroups: ['apiregistration.k8s.io'],
+                resources: ['apiservices'],
+                verbs: ['list', 'watch'],
+              },
+            ]
+          : []),
+        ...patch(
+          'admissionregistration.k8s.io',
+          'validatingwebhookconfigurations',
+          'ValidatingWebhookConfiguration',
+        ),
+        ...patch(
+          'admissionregistration.k8s.io',
+          'mutatingwebhookconfigurations',
+          'MutatingWebhookConfiguration',
+        ),
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
+      subjects: [{ kind: 'ServiceAccount', name: service.name, namespace: service.namespace }],
+    },
+  ];
+}
+
+/** manifests/registrations.yaml: the placeholders for the base's own config, and their RBAC. */
 export function placeholdersFile(d: Declarations, service: ServiceRef): string {
   return yamlFile(
-    renderPlaceholders(d, service),
+    [...renderPlaceholders(d, service), ...registrationRbac(d, service)],
     [
       'Placeholders for what annex registers itself once ready (registration.apply): no',
       'webhooks, no caBundle, so nothing calls annex before a replica can answer, and annex',
-      'needs only `patch` on these names (rbac.yaml, annex:registration). A webhook that must',
-      'hold from the start keeps its rules without a caBundle: its writes fail until then.',
+      'needs only `patch` on these names (annex:registration, last in this file). A webhook that',
+      'must hold from the start keeps its rules without a caBundle: its writes fail until then.',
       'Rendered by `npm run manifests` from the declarations and manifests/config.yaml.',
     ].join('\n'),
     false,

@@ -206,10 +206,11 @@ export function metricsK8sIoGroup(opts: Omit<MetricsGroupOptions, 'group'>): Gro
     apiService: {
       // kubectl prefers v1 (KEP-5207); the aggregator converts nothing, so both are registered.
       versionPriority: { v1: 200, v1beta1: 100 },
+      shared: true,
       description: `Registers annex as metrics.k8s.io (config: metrics.registerMetricsK8sIo: true), so that an
-unmodified \`kubectl top node|pod\` and the HPA work where metrics-server is absent. APIService
-names are unique: remove metrics-server's v1beta1.metrics.k8s.io (or minikube's
-metrics-server addon) first. Both versions are registered, as KEP-5207 recommends from
+unmodified \`kubectl top node|pod\` and the HPA work where metrics-server is absent. Where
+metrics-server (or minikube's metrics-server addon) serves the group, annex leaves it alone
+and says so in /readyz?verbose, unless registration.replaceOwners lists metrics.k8s.io. Both versions are registered, as KEP-5207 recommends from
 Kubernetes 1.37 on (kubectl prefers v1; the aggregator converts nothing, so an unregistered
 version is a 404).`,
     },

@@ -31,7 +31,10 @@ export interface ScalingFeature extends Feature {
 }
 
 /** The feature; a UserError names a malformed scaling.allow entry. */
-export function scalingFeature(settings: Pick<Config['scaling'], 'allow'>): ScalingFeature {
+export function scalingFeature(
+  settings: Pick<Config['scaling'], 'allow'> &
+    Partial<Pick<Config['scaling'], 'registerMetricsApis'>>,
+): ScalingFeature {
   const outbound = OutboundPolicy.from(settings.allow);
   const pollers = new Map<string, MetricPoller>();
   let stopWatch: (() => void) | undefined;
@@ -98,7 +101,10 @@ export function scalingFeature(settings: Pick<Config['scaling'], 'allow'>): Scal
   return {
     name: 'scaling',
     pollers,
-    groups: [externalMetricsGroup(all), customMetricsGroup(all)],
+    groups:
+      settings.registerMetricsApis === false
+        ? []
+        : [externalMetricsGroup(all), customMetricsGroup(all)],
     webhooks: [authorWebhook()],
     start: (f) => {
       if (!f.kube) {

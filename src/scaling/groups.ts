@@ -88,8 +88,9 @@ export function externalMetricsGroup(pollers: Pollers): GroupVersionDecl {
       ),
     ],
     apiService: {
+      shared: true,
       description:
-        'external.metrics.k8s.io: the ExternalMetrics (metrics.annex.dev) without describedObject, for HPA metrics of type External.',
+        'external.metrics.k8s.io: the ExternalMetrics (metrics.annex.dev) without describedObject, for HPA metrics of type External.\nShared with KEDA: annex leaves the group to another Service that serves it unless registration.replaceOwners lists it.',
     },
     read: (req) => {
       // Only /namespaces/<ns>/<metric>: the HPA's client always names a namespace.
@@ -149,8 +150,9 @@ export function customMetricsGroup(pollers: Pollers): GroupVersionDecl {
       ),
     ],
     apiService: {
+      shared: true,
       description:
-        'custom.metrics.k8s.io: the ExternalMetrics (metrics.annex.dev) with a describedObject, for HPA metrics of type Object.',
+        'custom.metrics.k8s.io: the ExternalMetrics (metrics.annex.dev) with a describedObject, for HPA metrics of type Object.\nShared with prometheus-adapter: annex leaves the group to another Service that serves it unless registration.replaceOwners lists it.',
     },
     read: (req) => {
       if (req.verb !== 'get' || !req.namespace) throw notFoundPath();

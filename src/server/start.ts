@@ -21,6 +21,7 @@ import { connectKube } from '../kube/connect.js';
 import { createLogger, type Logger } from '../log.js';
 import { parsePemBundle } from '../apiserver/auth/x509.js';
 import { registerWhenReady, type Registrar } from '../manifests/register.js';
+import { ownershipGate, sharedGroups, sharedGroupUnits } from '../manifests/ownership.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
 import { createApp } from './app.js';
 import type { Readiness } from './health.js';
@@ -128,8 +129,14 @@ export async function startAnnex(
   }
 
   let shuttingDown = false;
+  /** Set once registration starts, when a shared group is declared (manifests/ownership.ts). */
+  let sharedGroupsReport: (() => string) | null = null;
   const readiness: Readiness = () => [
     ...features.map((f): [string, true | string] => [f.name, f.ready?.() ?? true]),
+    // Never a failure: a group another project serves is theirs, not a fault of this replica.
+    ...(sharedGroupsReport
+      ? [['shared-groups', true, sharedGroupsReport() || undefined] as [string, true, string]]
+      : []),
     // Never a failure: unready, annex would not be registered, and no caller could fix it.
     ...(webhooks.length
       ? [['admission-callers', true, callers.report()] as [string, true, string]]
@@ -195,7 +202,7 @@ export async function startAnnex(
       ),
   );
   log.info({ url: listening.url }, 'annex is serving');
-  registrar = startRegistration(
+  const registration = startRegistration(
     config,
     kube,
     features,
@@ -204,6 +211,8 @@ export async function startAnnex(
     () => shuttingDown,
     log,
   );
+  registrar = registration;
+  sharedGroupsReport = registration?.report ?? null;
   let closed: Promise<void> | undefined;
   const close = () =>
     (closed ??= (async () => {
@@ -253,28 +262,63 @@ function startRegistration(
   ca: () => string | undefined,
   shuttingDown: () => boolean,
   log: Logger,
-): Registrar | null {
+): (Registrar & { report: (() => string) | null }) | null {
   if (!kube) return null;
   const service = serviceRefOf(config);
   const full = config.registration.apply;
+  const regLog = log.child({ component: 'registration' });
+  // Only annex's own APIService writes need the owner check (manifests/ownership.ts).
+  const shared = full ? sharedGroups(declarationsOf(features).groups).map((g) => g.group) : [];
+  const gate = shared.length
+    ? ownershipGate({
+        kube,
+        groups: shared,
+        service,
+        replace: config.registration.replaceOwners,
+        log: regLog,
+      })
+    : null;
   const units = features
-    .map((f) => ({
-      name: f.name,
-      objects: () => {
-        const objects = renderObjects(declarationsOf([f]), service);
-        if (full) return objects;
-        return reactive.has(f.name) ? objects.filter(isWebhookConfiguration).map(rulesOnly) : [];
-      },
-      ready: () => !shuttingDown() && (f.ready?.() ?? true) === true,
-    }))
+    .flatMap((f) => {
+      const ready = () => !shuttingDown() && (f.ready?.() ?? true) === true;
+      const own = () => {
+        const d = declarationsOf([f]);
+        return gate ? { ...d, groups: d.groups.filter((g) => !g.apiService?.shared) } : d;
+      };
+      return [
+        {
+          name: f.name,
+          objects: () => {
+            const objects = renderObjects(own(), service);
+            if (full) return objects;
+            return reactive.has(f.name)
+              ? objects.filter(isWebhookConfiguration).map(rulesOnly)
+              : [];
+          },
+          ready,
+        },
+        ...(gate ? sharedGroupUnits(f.name, declarationsOf([f]).groups, service, ready, gate) : []),
+      ];
+    })
     .filter((u) => !full || u.objects().length > 0);
-  if (!units.length) return null;
-  return registerWhenReady({
+  if (!units.length) {
+    gate?.stop();
+    return null;
+  }
+  const registrar = registerWhenReady({
     kube,
     units,
     caBundle: () => (full ? Buffer.from(ca() ?? '').toString('base64') : ''),
-    log: log.child({ component: 'registration' }),
+    log: regLog,
   });
+  return {
+    ...registrar,
+    report: gate ? () => gate.report() : null,
+    stop: () => {
+      gate?.stop();
+      registrar.stop();
+    },
+  };
 }
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
