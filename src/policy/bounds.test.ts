@@ -14,7 +14,7 @@ import {
 } from './bounds.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
 import { evaluate } from './evaluate.js';
-import { decide } from './feature.js';
+import { decide } from './engine.js';
 
 function policy(name: string, spec: Record<string, unknown>): CompiledPolicy {
   return compilePolicy({

@@ -5,7 +5,7 @@ import { parse } from 'yaml';
 import type { AdmissionRequest } from '../admission/review.js';
 import { compilePolicy } from './compile.js';
 import { evaluate } from './evaluate.js';
-import { decide, mutateWith, PolicySet, unionRules } from './feature.js';
+import { decide, mutateWith, PolicySet, unionRules } from './engine.js';
 import type { AdmissionPolicy } from './types.js';
 
 const dir = join(import.meta.dirname, '..', '..', 'policies');
