@@ -202,6 +202,51 @@ describe('EventRecorder', () => {
     expect(errors).toEqual(['Denied: namespace is terminating']);
   });
 
+  it('retries a refused write with backoff until it holds, spending no further token', async () => {
+    const { sink, writes } = fakeSink();
+    const forbidden = new KubeApiError('POST', 'events', {
+      code: 403,
+      reason: 'Forbidden',
+      message: 'events is forbidden',
+    });
+    let refusals = 3;
+    const create = sink.create.bind(sink);
+    sink.create = (ns, ev) => (refusals-- > 0 ? Promise.reject(forbidden) : create(ns, ev));
+    const delays: (number | undefined)[] = [];
+    // One token: a retry that took another would wait refillMs (5 min) for it.
+    const r = recorder(sink, { burst: 1, onError: (_e, _ev, ms) => delays.push(ms) });
+    r.record('shop', denied());
+    await r.idle();
+    r.record('shop', denied()); // a repeat while it waits joins the retried write
+    for (const ms of [500, 1000, 2000]) {
+      expect(writes).toEqual([]);
+      await vi.advanceTimersByTimeAsync(ms);
+      await r.idle();
+    }
+    expect(delays).toEqual([500, 1000, 2000]);
+    expect(writes).toEqual(['create shop/web.front.1 count=2']);
+  });
+
+  it('drops an Event the API server refuses as such (422), without retrying', async () => {
+    let calls = 0;
+    const sink: EventSink = {
+      create: () => {
+        calls++;
+        return Promise.reject(
+          new KubeApiError('POST', 'events', { code: 422, reason: 'Invalid', message: 'bad' }),
+        );
+      },
+      patchSeries: () => Promise.resolve(),
+    };
+    const delays: (number | undefined)[] = [];
+    const r = recorder(sink, { onError: (_e, _ev, ms) => delays.push(ms) });
+    r.record('shop', denied());
+    await r.idle();
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(calls).toBe(1);
+    expect(delays).toEqual([undefined]);
+  });
+
   it('holds at most maxEntries series and buckets', async () => {
     const { sink } = fakeSink();
     const r = recorder(sink, { maxEntries: 50 });

@@ -3,7 +3,11 @@
 // `series.count` on the first one (a PATCH), and a token bucket per regarding object caps
 // the writes, so a loop of refused requests makes one Event with a count, not an etcd
 // write storm. Recording never throws and never waits: a failed write is reported to
-// onError and forgotten. Memory is bounded by `maxEntries` series and buckets.
+// onError and tried again after a per-series backoff (0.5 s doubling to 30 s) until it
+// holds — client-go retries only while the API server is unreachable, but a 403 (RBAC being
+// fixed) or a 429/5xx can pass too; a 400/404/422 (the Event itself refused) is dropped.
+// Memory is bounded by `maxEntries` series and buckets.
+import { ItemBackoff } from './backoff.js';
 import type { KubeClient } from './client.js';
 import { KubeApiError } from './errors.js';
 
@@ -66,7 +70,8 @@ export interface EventRecorderOptions {
   refillMs?: number;
   /** Series and buckets kept (default 4096); the least recently seen go first. */
   maxEntries?: number;
-  onError?: (err: Error, event: EventInput) => void;
+  /** A failed write; `retryInMs` when it will be tried again. */
+  onError?: (err: Error, event: EventInput, retryInMs?: number) => void;
 }
 
 /** The events.k8s.io limit on `note`. */
@@ -114,6 +119,8 @@ interface Series {
   name?: string;
   /** Observations not yet written. */
   dirty: boolean;
+  /** The next flush is a retry: it spends no token (the failed write spent one). */
+  retry?: boolean;
   inFlight: boolean;
   timer?: NodeJS.Timeout;
 }
@@ -131,6 +138,7 @@ export class EventRecorder {
   private readonly refillMs: number;
   private readonly maxEntries: number;
   private readonly writes = new Set<Promise<void>>();
+  private readonly backoff = new ItemBackoff<Series>();
   private stopped = false;
 
   constructor(private readonly opts: EventRecorderOptions) {
@@ -203,6 +211,7 @@ export class EventRecorder {
 
   private forget(key: string, s: Series): void {
     clearTimeout(s.timer);
+    this.backoff.forget(s);
     this.series.delete(key);
   }
 
@@ -239,7 +248,8 @@ export class EventRecorder {
 
   private flush(s: Series): void {
     if (this.stopped || s.inFlight || !s.dirty || s.timer) return;
-    const wait = this.take(s.objectKey, Date.now());
+    const wait = s.retry ? 0 : this.take(s.objectKey, Date.now());
+    s.retry = false;
     if (wait > 0) {
       s.timer = setTimeout(() => {
         s.timer = undefined;
@@ -260,13 +270,25 @@ export class EventRecorder {
           await this.opts.sink.create(s.namespace, body);
           s.name = body.metadata.name;
         }
+        this.backoff.forget(s);
       } catch (e) {
-        if (s.name && e instanceof KubeApiError && e.code === 404) {
+        const code = e instanceof KubeApiError ? e.code : 0;
+        if (s.name && code === 404) {
           // The Event expired (events have a TTL) or was deleted: the series starts a new one.
           s.name = undefined;
           s.dirty = true;
-        } else {
+        } else if (code === 400 || code === 404 || code === 422) {
           this.opts.onError?.(e as Error, s.input);
+        } else {
+          const delay = this.backoff.fail(s);
+          s.dirty = true;
+          s.retry = true;
+          s.timer = setTimeout(() => {
+            s.timer = undefined;
+            this.flush(s);
+          }, delay);
+          s.timer.unref?.();
+          this.opts.onError?.(e as Error, s.input, delay);
         }
       } finally {
         s.inFlight = false;

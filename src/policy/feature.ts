@@ -430,10 +430,10 @@ export function policyFeature(config: Config): Feature {
           sink: kubeEventSink(k),
           controller: 'annex.dev/policy',
           instance,
-          onError: (e, ev) =>
+          onError: (e, ev, retryInMs) =>
             l.warn(
-              { error: e.message, action: ev.action, regarding: ev.regarding.name },
-              'event not written',
+              { error: e.message, action: ev.action, regarding: ev.regarding.name, retryInMs },
+              retryInMs === undefined ? 'event not written' : 'event not written; retrying',
             ),
         })
       : undefined;

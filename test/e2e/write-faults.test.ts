@@ -1,0 +1,338 @@
+// The writes annex makes, fault-tested (issue 29 item 4): its registrations (registration.apply),
+// AdmissionPolicy status and Events, each failing in the API server (down, 403, 422) and then
+// allowed again; the test measures how long annex takes to make the write hold. A control
+// plane of its own (its kube-apiserver is killed), and annex as an ordinary user whose RBAC
+// the test changes. Figures go to stderr as `write-faults: …` lines.
+import { PassThrough } from 'node:stream';
+import { afterAll, beforeAll, expect, it } from 'vitest';
+import { ControlPlane, freePort, type ClusterInfo } from '../../src/devcluster/control-plane.js';
+import * as wire from '../../src/devcluster/wire.js';
+import { createLogger } from '../../src/log.js';
+import { startTestAnnex, type TestAnnex } from '../cluster/annex.js';
+import { describeCluster, kubectl } from '../cluster/harness.js';
+
+const NS = 'write-faults';
+const EVENTS_NS = 'write-faults-events';
+const USER = 'jane'; // user.kubeconfig's user: annex runs as it
+const WRITES = 'write-faults-writes';
+/** Seconds: backoff caps at 30 s, so a generous bound a loaded machine cannot miss. */
+const BOUND_MS = 60_000;
+
+const report = (line: string) => console.error(`write-faults: ${line}`);
+
+describeCluster('write faults (own control plane)', (shared) => {
+  const cp = new ControlPlane(shared.binDir, shared.version);
+  let c: ClusterInfo;
+  let annex: TestAnnex;
+  let logText = '';
+
+  const k = async (args: string[], input?: string) => {
+    const r = await kubectl(args, {
+      as: { kubeconfig: c.adminKubeconfig },
+      ...(input !== undefined ? { input } : {}),
+    });
+    if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+    return r.stdout;
+  };
+  const run: wire.Kubectl = (a, i) => k(a, i);
+  const getJson = async (args: string[]) => JSON.parse(await k(['get', ...args, '-o', 'json']));
+  const linesWith = (s: string) => logText.split('\n').filter((l) => l.includes(s));
+
+  /** Polls `f` every 250 ms (kubectl calls are not free here); the milliseconds it took. */
+  async function poll(what: string, f: () => Promise<boolean>, timeoutMs = BOUND_MS) {
+    const t0 = Date.now();
+    let last: unknown;
+    for (;;) {
+      try {
+        if (await f()) return Date.now() - t0;
+      } catch (e) {
+        last = e;
+      }
+      if (Date.now() - t0 > timeoutMs)
+        throw new Error(`${what}: not within ${timeoutMs} ms (${String(last)})`);
+      await new Promise((r) => setTimeout(r, 250));
+    }
+  }
+
+  const policy = (name: string, kind: string, namespace: string, actions = ['Warn']) => ({
+    apiVersion: 'policy.annex.dev/v1alpha1',
+    kind: 'AdmissionPolicy',
+    metadata: { name },
+    spec: {
+      match: { kinds: [kind], namespaces: [namespace] },
+      actions,
+      validate: [{ name: 'label', path: '$.metadata.labels.app', required: true }],
+    },
+  });
+  const applyPolicy = (p: object) => k(['apply', '-f', '-'], JSON.stringify(p));
+  const enforced = async (name: string) => {
+    const p = await getJson(['admissionpolicy', name]);
+    const cond = (p.status?.conditions ?? []).find((x: { type: string }) => x.type === 'Enforced');
+    return cond?.status === 'True' && cond.observedGeneration === p.metadata.generation;
+  };
+  /** annex-policies' validating rules name `resource` (as the API server holds them). */
+  const rulesCover = async (resource: string) => {
+    const cfg = await getJson(['validatingwebhookconfiguration', 'annex-policies']);
+    const w = (cfg.webhooks ?? []).find((x: { name: string }) => x.name === 'policies.annex.dev');
+    return (w?.rules ?? []).some((r: { resources: string[] }) => r.resources.includes(resource));
+  };
+  /** Times each recovery signal from `t0`, all at once. */
+  async function recoveries(t0: number, signals: Record<string, () => Promise<boolean>>) {
+    const out: Record<string, number> = {};
+    await Promise.all(
+      Object.entries(signals).map(async ([name, f]) => {
+        await poll(name, f);
+        out[name] = Date.now() - t0;
+      }),
+    );
+    return out;
+  }
+  const show = (t: Record<string, number>) =>
+    Object.entries(t)
+      .map(([n, ms]) => `${n} ${ms} ms`)
+      .join(', ');
+
+  /** A ValidatingAdmissionPolicy that refuses the writes `rule` matches, with `reason`. */
+  const refusal = (name: string, rule: object, reason: 'Forbidden' | 'Invalid', ns?: string) => [
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicy',
+      metadata: { name },
+      spec: {
+        failurePolicy: 'Fail',
+        matchConstraints: { resourceRules: [rule] },
+        validations: [{ expression: 'false', message: `${name}: refused by the test`, reason }],
+      },
+    },
+    {
+      apiVersion: 'admissionregistration.k8s.io/v1',
+      kind: 'ValidatingAdmissionPolicyBinding',
+      metadata: { name },
+      spec: {
+        policyName: name,
+        validationActions: ['Deny'],
+        ...(ns
+          ? {
+              matchResources: {
+                namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': ns } },
+              },
+            }
+          : {}),
+      },
+    },
+  ];
+
+  // annex's rights: read and create anything; patch what the tests never take away; and,
+  // bound apart so a test can take them away, patch its registrations and policy status.
+  const writesBinding = {
+    apiVersion: 'rbac.authorization.k8s.io/v1',
+    kind: 'ClusterRoleBinding',
+    metadata: { name: WRITES },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: WRITES },
+    subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: USER }],
+  };
+  const rbac = [
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: 'write-faults-base' },
+      rules: [
+        {
+          apiGroups: ['*'],
+          resources: ['*'],
+          verbs: ['get', 'list', 'watch', 'create', 'delete'],
+        },
+        {
+          apiGroups: ['', 'events.k8s.io'],
+          resources: ['events'],
+          verbs: ['patch', 'update'],
+        },
+      ],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRoleBinding',
+      metadata: { name: 'write-faults-base' },
+      roleRef: {
+        apiGroup: 'rbac.authorization.k8s.io',
+        kind: 'ClusterRole',
+        name: 'write-faults-base',
+      },
+      subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: USER }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: WRITES },
+      rules: [
+        {
+          apiGroups: ['admissionregistration.k8s.io'],
+          resources: ['validatingwebhookconfigurations', 'mutatingwebhookconfigurations'],
+          verbs: ['patch'],
+        },
+        {
+          apiGroups: ['policy.annex.dev'],
+          resources: ['admissionpolicies/status'],
+          verbs: ['patch'],
+        },
+      ],
+    },
+    writesBinding,
+  ];
+
+  beforeAll(async () => {
+    const t0 = Date.now();
+    c = await cp.start(() => {});
+    await k(['create', 'namespace', NS]);
+    await k(['create', 'namespace', EVENTS_NS]);
+    await wire.applyObjects(run, rbac);
+    await wire.applyObjects(run, wire.repoManifest('manifests/crds/admissionpolicies.yaml'));
+    await wire.ensureAnnexService(run);
+    const logs = new PassThrough();
+    logs.on('data', (d: Buffer) => (logText += d.toString()));
+    annex = await startTestAnnex(
+      {
+        server: { port: await freePort() },
+        kube: { kubeconfig: c.userKubeconfig },
+        admission: {
+          names: { enabled: false },
+          defaults: { enabled: false },
+          clientCA: c.webhookClientCaFile,
+        } as never,
+        metrics: { enabled: false } as never,
+        policy: { enabled: true, events: true, native: false } as never,
+        registration: { apply: true } as never,
+      },
+      [],
+      { log: createLogger('info', logs) },
+    );
+    await poll('annex-policies registered', async () => {
+      await getJson(['validatingwebhookconfiguration', 'annex-policies']);
+      return true;
+    });
+    report(`setup ${Date.now() - t0} ms`);
+  });
+
+  afterAll(async () => {
+    await cp.resume('kube-apiserver').catch(() => {});
+    await annex?.stop();
+    await cp.stop();
+  });
+
+  it('kube-apiserver killed right after a policy is created: status and rules hold once it is back', async () => {
+    await applyPolicy(policy('down', 'ConfigMap', NS));
+    const atKill = logText.length;
+    await cp.pause('kube-apiserver');
+    const downAt = Date.now();
+    await new Promise((r) => setTimeout(r, 3000));
+    await cp.resume('kube-apiserver'); // resolves once /readyz is ok
+    const upAt = Date.now();
+    const times = await recoveries(upAt, {
+      'Enforced=True': () => enforced('down'),
+      'annex-policies covers configmaps': () => rulesCover('configmaps'),
+    });
+    // Which of annex's writes the outage caught (a race with the kill: reported, not asserted).
+    const failed = logText
+      .slice(atKill)
+      .split('\n')
+      .filter((l) => /(status not written|registration failed); retrying/.test(l))
+      .map((l) => (l.includes('status not written') ? 'status' : 'registration'));
+    report(
+      `kube-apiserver down ${upAt - downAt} ms; writes refused meanwhile: ${failed.join(', ') || 'none'}; after /readyz ok: ${show(times)}`,
+    );
+    expect(Math.max(...Object.values(times))).toBeLessThan(BOUND_MS);
+  });
+
+  it('403 on the registration and on the status write: both hold once the permission is back', async () => {
+    await k(['delete', 'clusterrolebinding', WRITES]);
+    await applyPolicy(policy('forbidden', 'Service', NS));
+    await poll(
+      'both writes refused with 403',
+      async () =>
+        linesWith('status not written; retrying').some(
+          (l) => l.includes('"policy":"forbidden"') && l.includes('forbidden'),
+        ) && linesWith('registration failed; retrying').some((l) => l.includes('forbidden')),
+    );
+    expect(await enforced('forbidden')).toBe(false);
+    expect(await rulesCover('services')).toBe(false);
+    // Long enough for the backoff to grow past its first steps.
+    await new Promise((r) => setTimeout(r, 5000));
+    await wire.applyObjects(run, [writesBinding]);
+    const t0 = Date.now();
+    const times = await recoveries(t0, {
+      'Enforced=True': () => enforced('forbidden'),
+      'annex-policies covers services': () => rulesCover('services'),
+    });
+    report(`403 (RBAC) lifted; after the binding was back: ${show(times)}`);
+    expect(Math.max(...Object.values(times))).toBeLessThan(BOUND_MS);
+  });
+
+  it('422 on the status write: it holds once the API server takes it', async () => {
+    const vap = refusal(
+      'write-faults-status',
+      {
+        apiGroups: ['policy.annex.dev'],
+        apiVersions: ['*'],
+        operations: ['UPDATE'],
+        resources: ['admissionpolicies/status'],
+      },
+      'Invalid',
+    );
+    await wire.applyObjects(run, vap);
+    // A new ValidatingAdmissionPolicy is enforced after the API server's informer sees it.
+    await new Promise((r) => setTimeout(r, 3000));
+    await applyPolicy(policy('invalid', 'Secret', NS));
+    await poll('status refused with 422', async () =>
+      linesWith('status not written; retrying').some(
+        (l) => l.includes('"policy":"invalid"') && l.includes('write-faults-status: refused'),
+      ),
+    );
+    expect(await enforced('invalid')).toBe(false);
+    await new Promise((r) => setTimeout(r, 5000));
+    await k(['delete', 'validatingadmissionpolicybinding', 'write-faults-status']);
+    const t0 = Date.now();
+    const times = await recoveries(t0, { 'Enforced=True': () => enforced('invalid') });
+    report(`422 (ValidatingAdmissionPolicy) lifted; after its binding was deleted: ${show(times)}`);
+    expect(Math.max(...Object.values(times))).toBeLessThan(BOUND_MS);
+  });
+
+  it('403 on an Event write: the Event is written once the API server takes it', async () => {
+    const vap = refusal(
+      'write-faults-events',
+      {
+        apiGroups: ['', 'events.k8s.io'],
+        apiVersions: ['*'],
+        operations: ['CREATE'],
+        resources: ['events'],
+      },
+      'Forbidden',
+      EVENTS_NS,
+    );
+    await wire.applyObjects(run, vap);
+    await applyPolicy(policy('deny-events', 'ConfigMap', EVENTS_NS, ['Deny']));
+    await poll('policy enforced', () => enforced('deny-events'));
+    await new Promise((r) => setTimeout(r, 3000));
+    // A real (not dry-run) request the policy denies: annex records a PolicyViolation Event.
+    await poll('request denied by the policy', async () => {
+      const r = await kubectl(['create', 'configmap', 'unlabelled', '-n', EVENTS_NS], {
+        as: { kubeconfig: c.adminKubeconfig },
+      });
+      return r.code !== 0 && r.stderr.includes('policies.annex.dev');
+    });
+    await poll('Event write refused', async () =>
+      linesWith('event not written').some((l) => l.includes('write-faults-events: refused')),
+    );
+    const events = async () =>
+      (await getJson(['events.v1.events.k8s.io', '-n', EVENTS_NS])).items.filter(
+        (e: { reason: string }) => e.reason === 'PolicyViolation',
+      ).length;
+    expect(await events()).toBe(0);
+    await k(['delete', 'validatingadmissionpolicybinding', 'write-faults-events']);
+    const t0 = Date.now();
+    const times = await recoveries(t0, {
+      'PolicyViolation Event': async () => (await events()) > 0,
+    });
+    report(`403 on Events lifted; after the binding was deleted: ${show(times)}`);
+    expect(linesWith('event not written').some((l) => l.includes('retrying'))).toBe(true);
+  });
+});
