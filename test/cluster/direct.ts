@@ -94,11 +94,12 @@ export function deploymentReview(namespace: string): object {
   };
 }
 
-/** Polls `f` every 100 ms until it is true; resolves with the milliseconds it took. */
+/** Polls `f` every `everyMs` until it is true; resolves with the milliseconds it took. */
 export async function until(
   what: string,
   f: () => Promise<boolean>,
   timeoutMs = 60_000,
+  everyMs = 100,
 ): Promise<number> {
   const t0 = Date.now();
   let last: unknown;
@@ -110,6 +111,6 @@ export async function until(
     }
     if (Date.now() - t0 > timeoutMs)
       throw new Error(`${what}: not within ${timeoutMs} ms (${String(last)})`);
-    await new Promise((r) => setTimeout(r, 100));
+    await new Promise((r) => setTimeout(r, everyMs));
   }
 }

@@ -9,6 +9,7 @@ import { ControlPlane, freePort, type ClusterInfo } from '../../src/devcluster/c
 import * as wire from '../../src/devcluster/wire.js';
 import { createLogger } from '../../src/log.js';
 import { startTestAnnex, type TestAnnex } from '../cluster/annex.js';
+import { until } from '../cluster/direct.js';
 import { describeCluster, kubectl } from '../cluster/harness.js';
 
 const NS = 'write-faults';
@@ -39,20 +40,7 @@ describeCluster('write faults (own control plane)', (shared) => {
   const linesWith = (s: string) => logText.split('\n').filter((l) => l.includes(s));
 
   /** Polls `f` every 250 ms (kubectl calls are not free here); the milliseconds it took. */
-  async function poll(what: string, f: () => Promise<boolean>, timeoutMs = BOUND_MS) {
-    const t0 = Date.now();
-    let last: unknown;
-    for (;;) {
-      try {
-        if (await f()) return Date.now() - t0;
-      } catch (e) {
-        last = e;
-      }
-      if (Date.now() - t0 > timeoutMs)
-        throw new Error(`${what}: not within ${timeoutMs} ms (${String(last)})`);
-      await new Promise((r) => setTimeout(r, 250));
-    }
-  }
+  const poll = (what: string, f: () => Promise<boolean>) => until(what, f, BOUND_MS, 250);
 
   const policy = (name: string, kind: string, namespace: string, actions = ['Warn']) => ({
     apiVersion: 'policy.annex.dev/v1alpha1',
