@@ -16,6 +16,9 @@ const NS = 'write-faults';
 const EVENTS_NS = 'write-faults-events';
 const USER = 'jane'; // user.kubeconfig's user: annex runs as it
 const WRITES = 'write-faults-writes';
+const CA_WRITES = 'write-faults-ca';
+const CA_SECRET = 'annex-tls';
+const CA_SYNC_S = 2;
 /** Seconds: backoff caps at 30 s, so a generous bound a loaded machine cannot miss. */
 const BOUND_MS = 60_000;
 
@@ -112,13 +115,15 @@ describeCluster('write faults (own control plane)', (shared) => {
 
   // annex's rights: read and create anything; patch what the tests never take away; and,
   // bound apart so a test can take them away, patch its registrations and policy status.
-  const writesBinding = {
+  const binding = (name: string) => ({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
-    metadata: { name: WRITES },
-    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: WRITES },
+    metadata: { name },
+    roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name },
     subjects: [{ apiGroup: 'rbac.authorization.k8s.io', kind: 'User', name: USER }],
-  };
+  });
+  const writesBinding = binding(WRITES);
+  const caBinding = binding(CA_WRITES);
   const rbac = [
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -166,6 +171,19 @@ describeCluster('write faults (own control plane)', (shared) => {
       ],
     },
     writesBinding,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: CA_WRITES },
+      rules: [
+        {
+          apiGroups: ['', 'coordination.k8s.io'],
+          resources: ['secrets', 'leases'],
+          verbs: ['update'],
+        },
+      ],
+    },
+    caBinding,
   ];
 
   beforeAll(async () => {
@@ -181,6 +199,8 @@ describeCluster('write faults (own control plane)', (shared) => {
     annex = await startTestAnnex(
       {
         server: { port: await freePort() },
+        // One CA in a Secret, kept by the Lease holder; a rotation stays in `publishing`.
+        tls: { secret: CA_SECRET, syncIntervalSeconds: CA_SYNC_S, overlapSeconds: 3600 } as never,
         kube: { kubeconfig: c.userKubeconfig },
         admission: {
           names: { enabled: false },
@@ -322,5 +342,29 @@ describeCluster('write faults (own control plane)', (shared) => {
     });
     report(`403 on Events lifted; after the binding was deleted: ${show(times)}`);
     expect(linesWith('event not written').some((l) => l.includes('retrying'))).toBe(true);
+  });
+
+  it('403 on the shared CA Secret and its Lease during a rotation: it goes on once allowed', async () => {
+    const phase = async () =>
+      (await getJson(['secret', CA_SECRET, '-n', wire.ANNEX_NAMESPACE])).metadata.annotations?.[
+        'annex.dev/ca-phase'
+      ];
+    expect(await phase()).toBe('stable');
+    await k(['delete', 'clusterrolebinding', CA_WRITES]);
+    await k(['annotate', 'secret', CA_SECRET, '-n', wire.ANNEX_NAMESPACE, 'annex.dev/rotate=now']);
+    await poll('rotation refused with 403', async () =>
+      linesWith('shared certificates sync failed').some((l) => l.includes('forbidden')),
+    );
+    await new Promise((r) => setTimeout(r, 2 * CA_SYNC_S * 1000));
+    expect(await phase()).toBe('stable');
+    await wire.applyObjects(run, [caBinding]);
+    const t0 = Date.now();
+    const times = await recoveries(t0, {
+      'phase publishing': async () => (await phase()) === 'publishing',
+    });
+    report(
+      `403 on the CA Secret/Lease lifted; after the binding was back (polled every ${CA_SYNC_S} s): ${show(times)}`,
+    );
+    expect(times['phase publishing']).toBeLessThan(BOUND_MS);
   });
 });
