@@ -253,22 +253,22 @@ describeCluster('write faults (own control plane)', (shared) => {
 
   it('403 on the registration and on the status write: both hold once the permission is back', async () => {
     await k(['delete', 'clusterrolebinding', WRITES]);
-    await applyPolicy(policy('forbidden', 'Service', NS));
+    await applyPolicy(policy('rbac', 'Service', NS));
     await poll(
       'both writes refused with 403',
       async () =>
         linesWith('status not written; retrying').some(
-          (l) => l.includes('"policy":"forbidden"') && l.includes('forbidden'),
-        ) && linesWith('registration failed; retrying').some((l) => l.includes('forbidden')),
+          (l) => l.includes('"policy":"rbac"') && l.includes(': 403 Forbidden'),
+        ) && linesWith('registration failed; retrying').some((l) => l.includes(': 403 Forbidden')),
     );
-    expect(await enforced('forbidden')).toBe(false);
+    expect(await enforced('rbac')).toBe(false);
     expect(await rulesCover('services')).toBe(false);
     // Long enough for the backoff to grow past its first steps.
     await new Promise((r) => setTimeout(r, 5000));
     await wire.applyObjects(run, [writesBinding]);
     const t0 = Date.now();
     const times = await recoveries(t0, {
-      'Enforced=True': () => enforced('forbidden'),
+      'Enforced=True': () => enforced('rbac'),
       'annex-policies covers services': () => rulesCover('services'),
     });
     report(`403 (RBAC) lifted; after the binding was back: ${show(times)}`);
@@ -292,7 +292,10 @@ describeCluster('write faults (own control plane)', (shared) => {
     await applyPolicy(policy('invalid', 'Secret', NS));
     await poll('status refused with 422', async () =>
       linesWith('status not written; retrying').some(
-        (l) => l.includes('"policy":"invalid"') && l.includes('write-faults-status: refused'),
+        (l) =>
+          l.includes('"policy":"invalid"') &&
+          l.includes(': 422 Invalid') &&
+          l.includes('write-faults-status: refused'),
       ),
     );
     expect(await enforced('invalid')).toBe(false);
@@ -328,7 +331,9 @@ describeCluster('write faults (own control plane)', (shared) => {
       return r.code !== 0 && r.stderr.includes('policies.annex.dev');
     });
     await poll('Event write refused', async () =>
-      linesWith('event not written').some((l) => l.includes('write-faults-events: refused')),
+      linesWith('event not written').some(
+        (l) => l.includes(': 403 Forbidden') && l.includes('write-faults-events: refused'),
+      ),
     );
     const events = async () =>
       (await getJson(['events.v1.events.k8s.io', '-n', EVENTS_NS])).items.filter(
@@ -353,7 +358,7 @@ describeCluster('write faults (own control plane)', (shared) => {
     await k(['delete', 'clusterrolebinding', CA_WRITES]);
     await k(['annotate', 'secret', CA_SECRET, '-n', wire.ANNEX_NAMESPACE, 'annex.dev/rotate=now']);
     await poll('rotation refused with 403', async () =>
-      linesWith('shared certificates sync failed').some((l) => l.includes('forbidden')),
+      linesWith('shared certificates sync failed').some((l) => l.includes(': 403 Forbidden')),
     );
     await new Promise((r) => setTimeout(r, 2 * CA_SYNC_S * 1000));
     expect(await phase()).toBe('stable');
