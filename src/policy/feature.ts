@@ -346,11 +346,16 @@ export function policyFeature(config: Config): Feature {
         };
   }
 
+  /** Policies not (yet) enforced, by name, with the reason: /readyz?verbose says them. */
+  const unenforced = new Map<string, string>();
+
   async function writeStatus(obj: AdmissionPolicy, c: Compiled, cert: string): Promise<void> {
     if (!kube) return;
     const generation = obj.metadata.generation;
     const gen = generation !== undefined ? { observedGeneration: generation } : {};
     const e = enforced(c, cert);
+    if (e.status === 'True') unenforced.delete(obj.metadata.name);
+    else unenforced.set(obj.metadata.name, e.reason);
     const conditions = [
       c.error
         ? {
@@ -447,6 +452,7 @@ export function policyFeature(config: Config): Feature {
           if (e.type === 'RELISTED') {
             set.replace(e.items);
             latest.clear();
+            unenforced.clear();
             for (const o of e.items) onPolicy(o);
             listed = true;
             listError = '';
@@ -458,6 +464,7 @@ export function policyFeature(config: Config): Feature {
             set.delete(e.object.metadata.name);
             latest.delete(e.object.metadata.name);
             written.delete(e.object.metadata.name);
+            unenforced.delete(e.object.metadata.name);
             l.info({ policy: e.object.metadata.name }, 'policy deleted');
           } else if (e.type !== 'BOOKMARK') {
             onPolicy(e.object);
@@ -543,5 +550,12 @@ export function policyFeature(config: Config): Feature {
       recorder?.stop();
     },
     ready: () => listed || `AdmissionPolicies not listed yet${listError ? `: ${listError}` : ''}`,
+    report: () => {
+      if (!unenforced.size) return undefined;
+      const names = [...unenforced].sort(([a], [b]) => (a < b ? -1 : 1));
+      const shown = names.slice(0, 5).map(([n, why]) => `${n} (${why})`);
+      const more = names.length > 5 ? ` and ${names.length - 5} more` : '';
+      return `not enforced yet: ${shown.join(', ')}${more}`;
+    },
   };
 }

@@ -41,6 +41,12 @@ export interface Feature {
   stop?(): void | Promise<void>;
   /** true when the feature can do its job, else why not (shown by /readyz?verbose). */
   ready?(): true | string;
+  /**
+   * What is not yet true although the feature is ready (shown beside its check by
+   * /readyz?verbose, never failing it: readiness gates registration, so it cannot wait on
+   * what registration brings). Undefined when there is nothing to say.
+   */
+  report?(): string | undefined;
 }
 
 /** Identity, for type inference in user modules: `export default defineFeature({...})`. */

@@ -132,7 +132,10 @@ export async function startAnnex(
   /** Set once registration starts, when a shared group is declared (manifests/ownership.ts). */
   let sharedGroupsReport: (() => string) | null = null;
   const readiness: Readiness = () => [
-    ...features.map((f): [string, true | string] => [f.name, f.ready?.() ?? true]),
+    ...features.map((f): [string, true | string, string?] => {
+      const note = f.report?.();
+      return note ? [f.name, f.ready?.() ?? true, note] : [f.name, f.ready?.() ?? true];
+    }),
     // Never a failure: a group another project serves is theirs, not a fault of this replica.
     ...(sharedGroupsReport
       ? [['shared-groups', true, sharedGroupsReport() || undefined] as [string, true, string]]

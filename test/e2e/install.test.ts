@@ -5,6 +5,7 @@
 // Deployment controller (the test starts the "pod" itself) and no namespace controller
 // (the test finalizes the emptied namespace, as that controller would).
 import { spawn } from 'node:child_process';
+import { get as httpsGet } from 'node:https';
 import { afterAll, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -195,6 +196,18 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
       await kubectlOk(['apply', '-f', join(ROOT, 'policies')]);
       const shipped = readdirSync(join(ROOT, 'policies')).filter((f) => f.endsWith('.yaml'));
       await waitForCondition(['admissionpolicies', '--all'], 'Enforced', { timeoutMs: 60_000 });
+      // /readyz?verbose names no policy as not yet enforced once every one is.
+      const readyz = await new Promise<string>((resolve, reject) =>
+        httpsGet(
+          { host: '127.0.0.1', port, path: '/readyz?verbose', rejectUnauthorized: false },
+          (res) => {
+            let body = '';
+            res.on('data', (d) => (body += d));
+            res.on('end', () => resolve(body));
+          },
+        ).on('error', reject),
+      );
+      expect(readyz).toMatch(/^\[\+\]policy ok$/m);
       const policies = JSON.parse(await kubectlOk(['get', 'admissionpolicies', '-o', 'json']))
         .items as any[];
       expect(policies).toHaveLength(shipped.length);
