@@ -76,6 +76,8 @@ export function registerWhenReady(opts: {
   log: Logger;
   intervalMs?: number;
   now?: () => number;
+  /** Only the rules of webhooks whose configuration the install owns (no registration.apply). */
+  rulesOnly?: boolean;
 }): Registrar {
   const now = opts.now ?? Date.now;
   const applied = new Map<string, string>();
@@ -120,7 +122,16 @@ export function registerWhenReady(opts: {
       const msg = missing
         ? `${(e as Error).message} (annex may only patch its registrations: create them with \`annex install\` or \`kubectl apply -k manifests/\`)`
         : (e as Error).message;
-      if (lastError.get(u.name) !== msg)
+      // Applying only rules, a configuration the install has not created yet is refused
+      // (422: the webhook has no clientConfig): expected until the install runs.
+      const notInstalled =
+        opts.rulesOnly && e instanceof KubeApiError && (e.code === 422 || e.code === 404);
+      if (lastError.get(u.name) !== msg && notInstalled)
+        opts.log.info(
+          { feature: u.name, code: (e as KubeApiError).code },
+          'webhook configuration not installed yet; retrying',
+        );
+      else if (lastError.get(u.name) !== msg)
         opts.log.error({ feature: u.name, error: msg }, 'registration failed; retrying');
       lastError.set(u.name, msg);
     }

@@ -312,6 +312,7 @@ function startRegistration(
     kube,
     units,
     caBundle: () => (full ? Buffer.from(ca() ?? '').toString('base64') : ''),
+    rulesOnly: !full,
     log: regLog,
   });
   return {
