@@ -167,10 +167,11 @@ describeCluster('graceful shutdown under load', (c) => {
     console.log(`shutdown under load: ${JSON.stringify(figures)}`);
     await proxy.close();
 
-    // The first /readyz answer after the signal is already 503 (its time is one TLS
-    // handshake on a loaded machine), long before serving stops.
+    // The first /readyz answer after the signal is already 503, and it came while annex
+    // still served (a refused or dropped probe reads 0), before it exited. Ordered, not
+    // timed: its time is one TLS handshake, 0.6 s here unloaded and 2.1 s with a core busy.
     expect(answers[0]).toBe(503);
-    expect(readyzMs).toBeLessThan(DELAY_S * 1000);
+    expect(readyzMs).toBeLessThan(exitMs);
     expect(exit.code).toBe(0);
     // The delay served in full, then the drain, inside the grace period (delay + timeout).
     expect(exitMs).toBeGreaterThanOrEqual(DELAY_S * 1000);

@@ -73,7 +73,8 @@ export async function startAnnexProcess(
           res.on('end', () => resolve(res.statusCode ?? 0));
         },
       );
-      req.setTimeout(2000, () => req.destroy());
+      // A hang guard only: a TLS handshake takes seconds on a loaded machine.
+      req.setTimeout(10_000, () => req.destroy());
       req.on('error', () => resolve(0));
       req.end();
     });
