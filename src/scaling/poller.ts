@@ -144,15 +144,31 @@ export class MetricPoller {
       );
       this.reading = { value, quantity: toQuantity(value), at: this.now() };
       this.error = undefined;
-      clearTimeout(this.staleTimer);
-      // The value goes stale with no read to notice it unless something looks then.
-      this.staleTimer = setTimeout(() => this.changed(), this.timing.staleAfterMs + 1);
+      this.armStale();
     } catch (e) {
       const reason: FailureReason = e instanceof SourceError ? e.reason : 'parse';
       failures.inc({ ...this.labels, reason });
       this.error = { message: bounded((e as Error).message), reason, at: this.now() };
     }
     if (!this.stopped) this.changed();
+  }
+
+  /**
+   * The value goes stale with no read to notice it unless something looks then. A timer
+   * counts from the event loop's cached time, which a long tick leaves behind the clock
+   * `reading.at` was taken on, so it may fire before the value is stale: then it looks again.
+   */
+  private armStale(): void {
+    clearTimeout(this.staleTimer);
+    if (!this.reading || this.stopped) return;
+    const left = this.reading.at.getTime() + this.timing.staleAfterMs + 1 - this.now().getTime();
+    this.staleTimer = setTimeout(
+      () => {
+        this.changed();
+        if (this.availability().ok) this.armStale();
+      },
+      Math.max(1, left),
+    );
   }
 
   /** Updates the condition, and reports the status if it differs from the last one reported. */

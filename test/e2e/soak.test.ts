@@ -76,10 +76,9 @@ describeCluster('soak: webhook load, aggregated API and watches on one annex pro
       expect(r.memory.fds.max - r.memory.fds.min).toBeLessThanOrEqual(8);
       // Memory: the heap left after each full GC (--trace-gc) is what a leak grows; RSS
       // follows the GC sawtooth. The short run is mostly warm-up, so its bounds are generous.
-      // (At the rate a busy machine sustains, 20 s may allocate too little for a full GC:
-      // then RSS alone bounds the growth.)
-      if (r.rate === o.rate) expect(r.majorGc.count).toBeGreaterThan(0);
-      expect(r.majorGc.slopeMbPerMin).toBeLessThan(long ? 0.5 : 20);
+      // (20 s may allocate too little for a full GC: then RSS alone bounds the growth.)
+      // (Node 24 on a busy machine ran 20 s at the full rate with no full GC at all.)
+      if (r.majorGc.count > 0) expect(r.majorGc.slopeMbPerMin).toBeLessThan(long ? 0.5 : 20);
       // Over 15 s a 20 MB sawtooth is a slope of ±100 MB/min: the short run bounds the growth.
       if (long) expect(r.memory.rssSlopeMbPerMin).toBeLessThan(2);
       else expect(r.memory.rssMb.max - r.memory.rssMb.first).toBeLessThan(150);
