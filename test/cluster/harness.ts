@@ -176,3 +176,17 @@ export function apiRequest(
     req.end(payload);
   });
 }
+
+/**
+ * The namespace controller's last step, for an emptied namespace stuck in Terminating on a
+ * control plane without kube-controller-manager.
+ */
+export async function finalizeNamespace(ns: string): Promise<void> {
+  const r = await kubectl(['get', 'namespace', ns, '-o', 'json']);
+  if (r.code !== 0) return;
+  const o = JSON.parse(r.stdout);
+  o.spec.finalizers = [];
+  await kubectlOk(['replace', '--raw', `/api/v1/namespaces/${ns}/finalize`, '-f', '-'], {
+    input: JSON.stringify(o),
+  });
+}

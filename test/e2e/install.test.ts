@@ -15,6 +15,7 @@ import { cli, runCli, expectOneLineError } from '../cluster/cli.js';
 import {
   createNamespace,
   describeCluster,
+  finalizeNamespace,
   kubectl,
   kubectlOk,
   waitForCondition,
@@ -39,17 +40,6 @@ async function annexLabelled(): Promise<string[]> {
     'name',
   ]);
   return r.stdout.trim().split('\n').filter(Boolean);
-}
-
-/** The namespace controller's last step, for an emptied namespace stuck in Terminating. */
-async function finalizeNamespace(ns: string): Promise<void> {
-  const r = await kubectl(['get', 'namespace', ns, '-o', 'json']);
-  if (r.code !== 0) return;
-  const o = JSON.parse(r.stdout);
-  o.spec.finalizers = [];
-  await kubectlOk(['replace', '--raw', `/api/v1/namespaces/${ns}/finalize`, '-f', '-'], {
-    input: JSON.stringify(o),
-  });
 }
 
 describeCluster('annex install / uninstall against the real control plane', (c) => {

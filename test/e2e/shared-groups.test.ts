@@ -16,7 +16,13 @@ import {
 } from '../cluster/annex.js';
 import { runCli } from '../cluster/cli.js';
 import { freePort } from '../cluster/control-plane.js';
-import { describeCluster, kubectl, kubectlOk, waitForCondition } from '../cluster/harness.js';
+import {
+  describeCluster,
+  finalizeNamespace as finalizeEmptied,
+  kubectl,
+  kubectlOk,
+  waitForCondition,
+} from '../cluster/harness.js';
 import { eventually } from '../cluster/pod.js';
 
 const KEDA = { namespace: 'keda', name: 'keda-operator-metrics-apiserver', port: 443 };
@@ -42,16 +48,10 @@ const getApiService = async (name: string) => {
   return r.code === 0 ? JSON.parse(r.stdout) : null;
 };
 
-/** The namespace controller's last step (none runs here), for an emptied namespace. */
+/** Annex's Service first (the test made it), then the namespace controller's last step. */
 async function finalizeNamespace(ns: string): Promise<void> {
   await kubectl(['-n', ns, 'delete', 'service', 'annex', '--ignore-not-found']);
-  const r = await kubectl(['get', 'namespace', ns, '-o', 'json']);
-  if (r.code !== 0) return;
-  const o = JSON.parse(r.stdout);
-  o.spec.finalizers = [];
-  await kubectlOk(['replace', '--raw', `/api/v1/namespaces/${ns}/finalize`, '-f', '-'], {
-    input: JSON.stringify(o),
-  });
+  await finalizeEmptied(ns);
 }
 
 /** annex in `ns`, with scaling only (no webhook on Pods), registering itself. */
