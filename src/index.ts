@@ -2,7 +2,7 @@
 // TypeScript in one file of their own. The built-in features use nothing else.
 
 // The Feature contract, and a server that runs features.
-export { defineFeature, type Feature, type FeatureContext } from './server/feature.js';
+export { defineFeature, type Feature, type FeatureContext } from './core/feature.js';
 export { serve, startAnnex, type Annex, type ServeOptions } from './server/start.js';
 export { loadConfig, type Config, type ConfigOverrides } from './config/load.js';
 // The error of a mistake the user can fix (a setting, a file, a declaration): one line.
@@ -62,7 +62,7 @@ export type {
   TableColumn,
   Verb,
   WatchEvent,
-} from './apiserver/types.js';
+} from './core/types.js';
 export { ObjectStore } from './apiserver/object-store.js';
 export { resource, type ResourceInit } from './apiserver/resource.js';
 export { WatchHistory } from './apiserver/watch-history.js';
@@ -77,7 +77,7 @@ export {
   type Status,
   type StatusCause,
   type StatusReason,
-} from './apiserver/status.js';
+} from './core/status.js';
 
 // Kubernetes' resource.Quantity, exact (BigInt), with apimachinery's canonical forms.
 export {
@@ -101,7 +101,7 @@ export { parsePrometheusText, type Sample } from './metrics/prometheus-text.js';
 
 // Talking to the API server annex extends.
 export { KubeClient, KubeApiError, type KubeList, type Query } from './kube/client.js';
-export { mirror, type Mirror } from './kube/mirror.js';
+export { mirror, type Mirror } from './apiserver/mirror.js';
 // List + watch (re-list on 410) of any path, for features that react to objects themselves.
 export { startWatch as listWatch, type WatchEvent as ListWatchEvent } from './kube/reflector.js';
 export { fileToken, type FileToken } from './kube/token.js';
@@ -113,7 +113,7 @@ export {
   type SubjectAccessReviewSpec,
 } from './apiserver/auth/subject-access-review.js';
 // Status conditions in Kubernetes' form (metav1.Condition, meta.SetStatusCondition).
-export { conditionsSchema, setCondition, type Condition } from './kube/conditions.js';
+export { conditionsSchema, setCondition, type Condition } from './core/conditions.js';
 
 // Registration objects rendered from declarations.
 export {

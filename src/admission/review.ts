@@ -1,8 +1,8 @@
 // The AdmissionReview contract (admission.k8s.io v1 and v1beta1): parse what the API
 // server sends, refuse what is not a review with a 400 Status, and answer in the
 // request's own apiVersion with its uid (v1 servers check both).
-import { badRequest, type Status } from '../apiserver/status.js';
-import type { KubeObject } from '../apiserver/types.js';
+import { badRequest, type Status } from '../core/status.js';
+import type { KubeObject } from '../core/types.js';
 import { logField } from '../log.js';
 import { isObject, nestsDeeperThan } from '../json.js';
 

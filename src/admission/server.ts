@@ -1,13 +1,13 @@
 // One AdmissionReview in, one out, for a declared webhook. Read top to bottom: content
 // type → hold its bytes in flight (or 429) → bounded body (these three shared with the
-// conversion server: src/server/review-io.ts) → parse → match the declaration
+// conversion server: src/core/review-io.ts) → parse → match the declaration
 // → depth → decide within the API server's deadline, told whether the caller is the API
 // server (ReviewContext) → patch → answer in the request's apiVersion → one log line of
 // bounded identifiers. A handler that throws, overruns or cannot evaluate the object gets
 // its registration's failurePolicy: never an HTTP 500.
 import type Koa from 'koa';
 import { Histogram, register } from 'prom-client';
-import { StatusError } from '../apiserver/status.js';
+import { StatusError } from '../core/status.js';
 import { errorFields, flatLines, logField, type Logger } from '../log.js';
 import {
   budgetMs,
@@ -16,7 +16,7 @@ import {
   receiveReview,
   within,
   type InFlight,
-} from '../server/review-io.js';
+} from '../core/review-io.js';
 import { jsonPatch } from './patch.js';
 import {
   MAX_OBJECT_DEPTH,
@@ -30,7 +30,7 @@ import { allow, type Verdict } from './verdict.js';
 import { matchingRegistration, type Registration, type Webhook } from './webhook.js';
 import { cloneJson, isObject } from '../json.js';
 
-export { inFlightBytes, type InFlight } from '../server/review-io.js';
+export { inFlightBytes, type InFlight } from '../core/review-io.js';
 
 /** An AdmissionReview carries object and oldObject, each up to the API server's 3 MiB. */
 export const MAX_REVIEW_BYTES = 7 * 1024 * 1024;

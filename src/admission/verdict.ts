@@ -1,6 +1,6 @@
 // What a webhook decides, before it is put into an AdmissionReview response.
-import { StatusError, type Status, type StatusCause } from '../apiserver/status.js';
-import type { KubeObject } from '../apiserver/types.js';
+import { StatusError, type Status, type StatusCause } from '../core/status.js';
+import type { KubeObject } from '../core/types.js';
 import { fieldErrorBody, goQuote, goString } from './names/index.js';
 import type { AdmissionRequest } from './review.js';
 

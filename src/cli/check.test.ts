@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Status } from '../apiserver/status.js';
+import type { Status } from '../core/status.js';
 import { checkObject, formatResult, kubectlInvalidText, loadPolicies, register } from './check.js';
 import type { JsonObject } from '../admission/defaults/index.js';
 import { UserError } from '../errors.js';

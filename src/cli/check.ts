@@ -15,8 +15,8 @@ import {
 } from '../admission/defaults/index.js';
 import { groupOf } from '../admission/names/index.js';
 import { jsonPatch, type PatchOp } from '../admission/patch.js';
-import type { Status } from '../apiserver/status.js';
-import type { KubeObject } from '../apiserver/types.js';
+import type { Status } from '../core/status.js';
+import type { KubeObject } from '../core/types.js';
 import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
 import { evaluateAsInstalled } from '../policy/as-installed.js';
 import { vapName } from '../policy/cel/index.js';

@@ -12,8 +12,8 @@ import {
 } from '../admission/defaults/index.js';
 import type { JsonObject, RenderOptions } from '../admission/defaults/index.js';
 import { applyAnnexDefaults } from '../admission/webhooks/defaults.js';
-import type { Status } from '../apiserver/status.js';
-import type { KubeObject } from '../apiserver/types.js';
+import type { Status } from '../core/status.js';
+import type { KubeObject } from '../core/types.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/load.js';
 import type { CompiledPolicy } from '../policy/compile.js';

@@ -4,7 +4,7 @@
 // rendered into the CRD's spec.conversion (src/manifests/render.ts), so the two cannot
 // drift. A declaration may also own the whole CRD (`crd`): then `annex manifests`
 // renders the CRD itself, schemas and all, with its conversion.
-import type { JsonSchema, KubeObject } from '../apiserver/types.js';
+import type { JsonSchema, KubeObject } from '../core/types.js';
 
 /**
  * One version's way to and from the hub. Both get their own copy of the object and return

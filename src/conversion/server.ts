@@ -1,5 +1,5 @@
 // One ConversionReview in, one out, for a declared conversion. Read top to bottom:
-// content type → hold its bytes in flight (or 429) → bounded body (src/server/review-io.ts,
+// content type → hold its bytes in flight (or 429) → bounded body (src/core/review-io.ts,
 // shared with the admission server) → parse the envelope (400 if it is not a review) →
 // convert within the API server's deadline → answer with the uid → one log line of
 // bounded identifiers. A converter that throws, overruns, or returns metadata it may not
@@ -14,7 +14,7 @@ import {
   receiveReview,
   within,
   type InFlight,
-} from '../server/review-io.js';
+} from '../core/review-io.js';
 import type { Conversion } from './declare.js';
 import {
   ConversionFailure,

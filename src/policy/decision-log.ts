@@ -7,7 +7,7 @@ import { Counter, Histogram, register } from 'prom-client';
 import type { AdmissionRequest } from '../admission/review.js';
 import { ObjectStore } from '../apiserver/object-store.js';
 import { resource } from '../apiserver/resource.js';
-import type { GroupVersionDecl, KubeObject, Provider } from '../apiserver/types.js';
+import type { GroupVersionDecl, KubeObject, Provider } from '../core/types.js';
 import type { PolicyAction, PolicyDecision } from './types.js';
 
 export const AUDIT_GROUP = 'audit.annex.dev';

@@ -16,7 +16,7 @@
 // close listener).
 import type Koa from 'koa';
 import { Counter, Gauge, register } from 'prom-client';
-import { StatusError } from '../apiserver/status.js';
+import { StatusError } from '../core/status.js';
 
 export const PRIORITIES = ['review', 'discovery', 'watch', 'requests'] as const;
 export type Priority = (typeof PRIORITIES)[number];

@@ -3,7 +3,7 @@
 // groups), how it
 // starts and stops, and when it is ready; the server mounts, registers and probes it.
 import { webhookPath, type Webhook } from '../admission/webhook.js';
-import type { GroupVersionDecl } from '../apiserver/types.js';
+import type { GroupVersionDecl } from './types.js';
 import type { Conversion } from '../conversion/declare.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../log.js';
