@@ -18,7 +18,7 @@ import {
 } from '../admission/webhook.js';
 import type { Provider } from '../core/types.js';
 import { loadServingMaterial } from '../certs/index.js';
-import { loadPolicies } from '../cli/check.js';
+import { loadPolicies } from './load.js';
 import type { Config } from '../config/load.js';
 import type { KubeClient } from '../kube/client.js';
 import { ItemBackoff } from '../kube/backoff.js';
