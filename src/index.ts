@@ -97,7 +97,7 @@ export { isObject, type JsonObject } from './json.js';
 // Selectors with apimachinery's grammar and messages, for groups that read requests themselves.
 export { parseLabelSelector, type LabelSelector } from './apiserver/selectors/label.js';
 // The Prometheus text format (0.0.4), strict: a corrupt body yields no samples at all.
-export { parsePrometheusText, type Sample } from './metrics/prometheus-text.js';
+export { ParseError, parsePrometheusText, type Sample } from './metrics/prometheus-text.js';
 
 // Talking to the API server annex extends.
 export { KubeClient, KubeApiError, type KubeList, type Query } from './kube/client.js';

@@ -23,7 +23,7 @@ import type { Config } from '../config/load.js';
 import type { KubeClient } from '../kube/client.js';
 import { ItemBackoff } from '../kube/backoff.js';
 import { setCondition } from '../core/conditions.js';
-import { KubeApiError } from '../kube/errors.js';
+import { KubeApiError } from '../kube/client.js';
 import { EventRecorder, kubeEventSink } from '../kube/events.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
