@@ -6,7 +6,6 @@
 // bounded identifiers. A handler that throws, overruns or cannot evaluate the object gets
 // its registration's failurePolicy: never an HTTP 500.
 import type Koa from 'koa';
-import { Histogram, register } from 'prom-client';
 import { StatusError } from '../core/status.js';
 import { errorFields, flatLines, logField, type Logger } from '../log.js';
 import {
@@ -29,6 +28,7 @@ import {
 import { allow, type Verdict } from './verdict.js';
 import { matchingRegistration, type Registration, type Webhook } from './webhook.js';
 import { cloneJson, isObject } from '../json.js';
+import { histogram } from '../core/metric.js';
 
 export { inFlightBytes, type InFlight } from '../core/review-io.js';
 
@@ -36,14 +36,12 @@ export { inFlightBytes, type InFlight } from '../core/review-io.js';
 export const MAX_REVIEW_BYTES = 7 * 1024 * 1024;
 
 /** One histogram for every review, by webhook and decision (allow, patch, deny). */
-const reviewSeconds =
-  (register.getSingleMetric('annex_admission_review_duration_seconds') as Histogram | undefined) ??
-  new Histogram({
-    name: 'annex_admission_review_duration_seconds',
-    help: 'Time to answer an AdmissionReview, by webhook and decision.',
-    labelNames: ['webhook', 'decision'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
-  });
+const reviewSeconds = histogram({
+  name: 'annex_admission_review_duration_seconds',
+  help: 'Time to answer an AdmissionReview, by webhook and decision.',
+  labelNames: ['webhook', 'decision'],
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
+});
 
 /**
  * One webhook's endpoint: the router (src/server/app.ts) has matched its path and POST and
