@@ -1,5 +1,7 @@
 // annex's public API: everything a user needs to extend a Kubernetes API server from
-// TypeScript in one file of their own. The built-in features use nothing else.
+// TypeScript in one file of their own. The built-in features use this and src/core, and
+// nothing else but the exceptions scripts/layers.mjs lists with their reasons (checked by
+// test/unit/layering.test.ts).
 
 // The Feature contract, and a server that runs features.
 export { defineFeature, type Feature, type FeatureContext } from './core/feature.js';
