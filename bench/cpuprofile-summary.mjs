@@ -1,6 +1,6 @@
-// Self time by function of a V8 .cpuprofile (node --cpu-prof; bench/webhook-cpu.mjs writes
-// them with BENCH_PROF=dir), by sample count: a sample's time delta would charge the time a
-// loaded machine kept the process descheduled to whatever ran next.
+// Self time by function of a V8 .cpuprofile (node --cpu-prof; bench/aggregated/run.mjs
+// writes them with ANNEX_BENCH_CPU_PROF=dir), by sample count: a sample's time delta
+// would charge the time a loaded machine kept the process descheduled to whatever ran next.
 // Usage: node bench/cpuprofile-summary.mjs FILE [top=40] [skip seconds=0 (start-up, warm-up)]
 import { readFileSync } from 'node:fs';
 

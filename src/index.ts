@@ -1,8 +1,10 @@
 // annex's public API: everything a user needs to extend a Kubernetes API server from
-// TypeScript in one file of their own. The built-in features use nothing else.
+// TypeScript in one file of their own. The built-in features use this and src/core, and
+// nothing else but the exceptions scripts/layers.mjs lists with their reasons (checked by
+// test/unit/layering.test.ts).
 
 // The Feature contract, and a server that runs features.
-export { defineFeature, type Feature, type FeatureContext } from './server/feature.js';
+export { defineFeature, type Feature, type FeatureContext } from './core/feature.js';
 export { serve, startAnnex, type Annex, type ServeOptions } from './server/start.js';
 export { loadConfig, type Config, type ConfigOverrides } from './config/load.js';
 // The error of a mistake the user can fix (a setting, a file, a declaration): one line.
@@ -62,7 +64,7 @@ export type {
   TableColumn,
   Verb,
   WatchEvent,
-} from './apiserver/types.js';
+} from './core/types.js';
 export { ObjectStore } from './apiserver/object-store.js';
 export { resource, type ResourceInit } from './apiserver/resource.js';
 export { WatchHistory } from './apiserver/watch-history.js';
@@ -77,7 +79,7 @@ export {
   type Status,
   type StatusCause,
   type StatusReason,
-} from './apiserver/status.js';
+} from './core/status.js';
 
 // Kubernetes' resource.Quantity, exact (BigInt), with apimachinery's canonical forms.
 export {
@@ -97,11 +99,11 @@ export { isObject, type JsonObject } from './json.js';
 // Selectors with apimachinery's grammar and messages, for groups that read requests themselves.
 export { parseLabelSelector, type LabelSelector } from './apiserver/selectors/label.js';
 // The Prometheus text format (0.0.4), strict: a corrupt body yields no samples at all.
-export { parsePrometheusText, type Sample } from './metrics/prometheus-text.js';
+export { ParseError, parsePrometheusText, type Sample } from './metrics/prometheus-text.js';
 
 // Talking to the API server annex extends.
 export { KubeClient, KubeApiError, type KubeList, type Query } from './kube/client.js';
-export { mirror, type Mirror } from './kube/mirror.js';
+export { mirror, type Mirror } from './apiserver/mirror.js';
 // List + watch (re-list on 410) of any path, for features that react to objects themselves.
 export { startWatch as listWatch, type WatchEvent as ListWatchEvent } from './kube/reflector.js';
 export { fileToken, type FileToken } from './kube/token.js';
@@ -113,7 +115,7 @@ export {
   type SubjectAccessReviewSpec,
 } from './apiserver/auth/subject-access-review.js';
 // Status conditions in Kubernetes' form (metav1.Condition, meta.SetStatusCondition).
-export { conditionsSchema, setCondition, type Condition } from './kube/conditions.js';
+export { conditionsSchema, setCondition, type Condition } from './core/conditions.js';
 
 // Registration objects rendered from declarations.
 export {

@@ -1,6 +1,6 @@
 // The built-in admission features, each a plain user of the Feature contract.
 import type { Config } from '../config/load.js';
-import type { Feature } from '../server/feature.js';
+import type { Feature } from '../core/feature.js';
 import { defaultsWebhook } from './webhooks/defaults.js';
 import { namesWebhook } from './webhooks/names.js';
 

@@ -1,40 +1,15 @@
 // The AdmissionReview contract (admission.k8s.io v1 and v1beta1): parse what the API
 // server sends, refuse what is not a review with a 400 Status, and answer in the
 // request's own apiVersion with its uid (v1 servers check both).
-import { badRequest, type Status } from '../apiserver/status.js';
-import type { KubeObject } from '../apiserver/types.js';
+import { badRequest, type Status } from '../core/status.js';
+import type { AdmissionRequest } from '../core/webhook.js';
 import { logField } from '../log.js';
 import { isObject, nestsDeeperThan } from '../json.js';
 
+export type { AdmissionRequest, GroupVersionKind, Operation } from '../core/webhook.js';
+
 export const REVIEW_VERSIONS = ['admission.k8s.io/v1', 'admission.k8s.io/v1beta1'] as const;
 export type ReviewVersion = (typeof REVIEW_VERSIONS)[number];
-
-export type Operation = 'CREATE' | 'UPDATE' | 'DELETE' | 'CONNECT';
-
-export interface GroupVersionKind {
-  group: string;
-  version: string;
-  kind: string;
-}
-
-export interface AdmissionRequest {
-  uid: string;
-  kind: GroupVersionKind;
-  resource: { group: string; version: string; resource: string };
-  subResource?: string;
-  name?: string;
-  namespace?: string;
-  operation: Operation;
-  userInfo?: {
-    username?: string;
-    uid?: string;
-    groups?: string[];
-    extra?: Record<string, string[]>;
-  };
-  object?: KubeObject | null;
-  oldObject?: KubeObject | null;
-  dryRun?: boolean;
-}
 
 export interface AdmissionResponse {
   uid: string;

@@ -1,13 +1,12 @@
 // One AdmissionReview in, one out, for a declared webhook. Read top to bottom: content
 // type → hold its bytes in flight (or 429) → bounded body (these three shared with the
-// conversion server: src/server/review-io.ts) → parse → match the declaration
+// conversion server: src/core/review-io.ts) → parse → match the declaration
 // → depth → decide within the API server's deadline, told whether the caller is the API
 // server (ReviewContext) → patch → answer in the request's apiVersion → one log line of
 // bounded identifiers. A handler that throws, overruns or cannot evaluate the object gets
 // its registration's failurePolicy: never an HTTP 500.
 import type Koa from 'koa';
-import { Histogram, register } from 'prom-client';
-import { StatusError } from '../apiserver/status.js';
+import { StatusError } from '../core/status.js';
 import { errorFields, flatLines, logField, type Logger } from '../log.js';
 import {
   budgetMs,
@@ -16,7 +15,7 @@ import {
   receiveReview,
   within,
   type InFlight,
-} from '../server/review-io.js';
+} from '../core/review-io.js';
 import { jsonPatch } from './patch.js';
 import {
   MAX_OBJECT_DEPTH,
@@ -29,21 +28,20 @@ import {
 import { allow, type Verdict } from './verdict.js';
 import { matchingRegistration, type Registration, type Webhook } from './webhook.js';
 import { cloneJson, isObject } from '../json.js';
+import { histogram } from '../core/metric.js';
 
-export { inFlightBytes, type InFlight } from '../server/review-io.js';
+export { inFlightBytes, type InFlight } from '../core/review-io.js';
 
 /** An AdmissionReview carries object and oldObject, each up to the API server's 3 MiB. */
 export const MAX_REVIEW_BYTES = 7 * 1024 * 1024;
 
 /** One histogram for every review, by webhook and decision (allow, patch, deny). */
-const reviewSeconds =
-  (register.getSingleMetric('annex_admission_review_duration_seconds') as Histogram | undefined) ??
-  new Histogram({
-    name: 'annex_admission_review_duration_seconds',
-    help: 'Time to answer an AdmissionReview, by webhook and decision.',
-    labelNames: ['webhook', 'decision'],
-    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
-  });
+const reviewSeconds = histogram({
+  name: 'annex_admission_review_duration_seconds',
+  help: 'Time to answer an AdmissionReview, by webhook and decision.',
+  labelNames: ['webhook', 'decision'],
+  buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
+});
 
 /**
  * One webhook's endpoint: the router (src/server/app.ts) has matched its path and POST and

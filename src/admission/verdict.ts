@@ -1,16 +1,10 @@
 // What a webhook decides, before it is put into an AdmissionReview response.
-import { StatusError, type Status, type StatusCause } from '../apiserver/status.js';
-import type { KubeObject } from '../apiserver/types.js';
+import { StatusError, type Status, type StatusCause } from '../core/status.js';
+import type { KubeObject } from '../core/types.js';
 import { fieldErrorBody, goQuote, goString } from './names/index.js';
-import type { AdmissionRequest } from './review.js';
+import type { AdmissionRequest, Verdict } from '../core/webhook.js';
 
-export type Verdict =
-  | {
-      allowed: true;
-      /** the mutated object; a JSON Patch is computed from it */ object?: KubeObject;
-      warnings?: string[];
-    }
-  | { allowed: false; status: Status; warnings?: string[] };
+export type { Verdict } from '../core/webhook.js';
 
 export const allow = (warnings?: string[]): Verdict => ({
   allowed: true,

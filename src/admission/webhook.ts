@@ -1,80 +1,26 @@
 // A webhook is one declaration: the handler, and what the API server sends it. The same
 // rules are rendered into the Validating/MutatingWebhookConfiguration (src/manifests/)
 // and checked at run time before the handler is called, so the two cannot drift.
+import type {
+  Admit,
+  AdmissionRequest,
+  LabelSelectorSpec,
+  Registration,
+  RuleWithOperations,
+  Webhook,
+} from '../core/webhook.js';
 import { rulesForKinds } from './kinds.js';
-import type { AdmissionRequest, Operation } from './review.js';
-import type { Verdict } from './verdict.js';
 
-export interface RuleWithOperations {
-  operations: (Operation | '*')[];
-  apiGroups: string[];
-  apiVersions: string[];
-  // Plural resource names: "*" for all resources, "*/*" with subresources, "pods/status".
-  resources: string[];
-  scope?: 'Cluster' | 'Namespaced' | '*';
-}
-
-/** metav1.LabelSelector, as webhook configurations write it. */
-export interface LabelSelectorSpec {
-  matchLabels?: Record<string, string>;
-  matchExpressions?: {
-    key: string;
-    operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist';
-    values?: string[];
-  }[];
-}
-
-/** One entry of the configuration's `webhooks:` list. Defaults are admissionregistration/v1's, except failurePolicy. */
-export interface Registration {
-  /** Fully qualified webhook name, e.g. "names.annex.dev". */
-  name: string;
-  rules: RuleWithOperations[];
-  /** Fail (the default) or Ignore: also what annex answers when the handler throws or overruns. */
-  failurePolicy?: 'Fail' | 'Ignore';
-  /** 1–30; default 10. */
-  timeoutSeconds?: number;
-  matchPolicy?: 'Equivalent' | 'Exact';
-  sideEffects?: 'None' | 'NoneOnDryRun';
-  namespaceSelector?: LabelSelectorSpec;
-  objectSelector?: LabelSelectorSpec;
-  /** Mutating webhooks only. */
-  reinvocationPolicy?: 'Never' | 'IfNeeded';
-}
-
-/** What annex knows of one AdmissionReview besides its request: its deadline and its caller. */
-export interface ReviewContext {
-  /** Aborted when the API server's deadline for this review (`?timeout=`, less a margin) passes. */
-  signal: AbortSignal;
-  /** That deadline on performance.now()'s clock, for synchronous work: it cannot see `signal` abort. */
-  deadline: number;
-  /**
-   * The caller presented a client certificate from `admission.clientCA`: the kube-apiserver,
-   * given one by its AdmissionConfiguration. Otherwise anyone who reaches annex's port may
-   * have sent this review, with any userInfo and object: answer it, but record nothing.
-   */
-  authenticated: boolean;
-}
-
-export type Admit = (request: AdmissionRequest, ctx: ReviewContext) => Verdict | Promise<Verdict>;
-
-export interface Webhook {
-  /** URL segment: served at /validate/<name> or /mutate/<name>. */
-  name: string;
-  type: 'validating' | 'mutating';
-  /** Name of the webhook configuration object (default `annex-<name>`). */
-  configuration: string;
-  /** Rendered as the comment above the configuration. */
-  description?: string;
-  registrations: Registration[];
-  /**
-   * The install registers it before annex runs (its placeholder in manifests/registrations.yaml
-   * keeps the rules, without a caBundle), so until annex answers, every write it matches is
-   * refused by its failurePolicy instead of admitted unseen: for a webhook whose record annex
-   * later trusts (ExternalMetric authors).
-   */
-  enforcedBeforeReady?: boolean;
-  admit: Admit;
-}
+// The declaration's types are the contract's (src/core/webhook.ts); here for their importers.
+export type {
+  Admit,
+  LabelSelectorSpec,
+  Registration,
+  ReviewContext,
+  RuleWithOperations,
+  Webhook,
+} from '../core/webhook.js';
+export { webhookPath } from '../core/webhook.js';
 
 export type WebhookInit = Omit<Registration, 'name' | 'rules'> & {
   /** Fully qualified: its first label is the URL segment ("pinned-images.example.com"). */
@@ -144,9 +90,6 @@ export const validatingWebhook = (init: WebhookInit): Webhook => declare('valida
 
 /** A mutating webhook: `admit` may return mutate(changedObject) and annex computes the JSON Patch. */
 export const mutatingWebhook = (init: WebhookInit): Webhook => declare('mutating', init);
-
-export const webhookPath = (w: Pick<Webhook, 'type' | 'name'>): string =>
-  `/${w.type === 'mutating' ? 'mutate' : 'validate'}/${w.name}`;
 
 const has = (list: readonly string[], v: string) => list.includes('*') || list.includes(v);
 

@@ -8,7 +8,7 @@ import {
   servedVerbs,
   validateGroups,
 } from './discovery.js';
-import type { GroupVersionDecl, Provider, ResourceDecl } from './types.js';
+import type { GroupVersionDecl, Provider, ResourceDecl } from '../core/types.js';
 
 const still: Provider = { snapshot: () => ({ resourceVersion: '1', items: [] }) };
 const live: Provider = { ...still, subscribe: () => () => {} };

@@ -2,7 +2,7 @@
 // APIResourceList (apiVersion v1, unversioned meta types) and aggregated discovery
 // (apidiscovery.k8s.io v2 and v2beta1, same shape) that the aggregator fetches from /apis.
 import { createHash } from 'node:crypto';
-import type { GroupVersionDecl, ResourceDecl, Verb } from './types.js';
+import type { GroupVersionDecl, ResourceDecl, Verb } from '../core/types.js';
 
 /** Verbs really served: watch only when the provider can stream changes. */
 export function servedVerbs(r: ResourceDecl): Verb[] {

@@ -5,7 +5,7 @@
 // bytes are split around that value and each response splices its own second in, so the
 // encoding outlives the second (and every scrape that leaves the object as it was).
 import { randomBytes } from 'node:crypto';
-import type { KubeObject } from './types.js';
+import type { KubeObject } from '../core/types.js';
 
 /** A value no object holds: marks where the response time goes. */
 const SLOT = `\u0000annex-now-${randomBytes(8).toString('hex')}\u0000`;

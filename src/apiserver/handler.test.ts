@@ -7,8 +7,8 @@ import { createLogger } from '../log.js';
 import { statusErrors } from '../server/errors.js';
 import { aggregatedApi, requestInfoMiddleware } from './handler.js';
 import type { RequestInfo } from './request-info.js';
-import { tooOldResourceVersion } from './status.js';
-import type { GroupVersionDecl, KubeObject, Provider, WatchEvent } from './types.js';
+import { tooOldResourceVersion } from '../core/status.js';
+import type { GroupVersionDecl, KubeObject, Provider, WatchEvent } from '../core/types.js';
 
 class MemProvider implements Provider {
   rv = 100;

@@ -25,8 +25,8 @@ import {
   stamp,
   type ServedResource,
 } from './resource-handler.js';
-import { methodNotAllowedPath, notFoundPath } from './status.js';
-import type { GroupVersionDecl, ResourceDecl } from './types.js';
+import { methodNotAllowedPath, notFoundPath } from '../core/status.js';
+import type { GroupVersionDecl, ResourceDecl } from '../core/types.js';
 
 export { requestInfoMiddleware } from './request-info.js';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StatusError } from './status.js';
+import { StatusError } from '../core/status.js';
 import { contentTypeOf, DISCOVERY_CONVERSIONS, negotiate, TABLE_CONVERSIONS } from './negotiate.js';
 
 describe('negotiate', () => {

@@ -3,7 +3,7 @@
 // `as=APIGroupDiscoveryList;g=apidiscovery.k8s.io;v=v2`) that an endpoint does or does not
 // offer. Clients list what they take in preference order; `*/*` and a missing header mean
 // plain JSON; if nothing listed is producible the answer is 406.
-import { notAcceptable } from './status.js';
+import { notAcceptable } from '../core/status.js';
 
 export interface Conversion {
   /** `as`: the kind to convert to. */

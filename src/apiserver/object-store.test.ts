@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ObjectStore } from './object-store.js';
-import type { WatchEvent } from './types.js';
+import type { WatchEvent } from '../core/types.js';
 
 const obj = (name: string, extra: object = {}) => ({
   metadata: { name, namespace: 'ns' },

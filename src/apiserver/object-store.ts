@@ -1,7 +1,7 @@
 // A Provider over objects you put in: the store stamps resourceVersions, keeps a bounded
 // watch history (410 Expired past it, as the watch cache), and hands out objects that are
 // never mutated afterwards (the framework caches their JSON by identity).
-import type { KubeObject, Provider, Snapshot, WatchEvent } from './types.js';
+import type { KubeObject, Provider, Snapshot, WatchEvent } from '../core/types.js';
 import { WatchHistory } from './watch-history.js';
 
 const keyOf = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;

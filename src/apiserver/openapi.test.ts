@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { definitionName, openapiV2, openapiV3, openapiV3Index } from './openapi.js';
-import type { GroupVersionDecl } from './types.js';
+import type { GroupVersionDecl } from '../core/types.js';
 
 const group: GroupVersionDecl = {
   group: 'metrics.annex.dev',

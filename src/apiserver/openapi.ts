@@ -3,7 +3,7 @@
 // reversed-domain group + version + kind (metrics.annex.dev → dev.annex.metrics.v1beta1.NodeMetrics),
 // carry x-kubernetes-group-version-kind (how explain finds a kind), and point metadata at
 // a minimal io.k8s.apimachinery ObjectMeta/ListMeta so every $ref resolves in one document.
-import type { GroupVersionDecl, JsonSchema, ResourceDecl } from './types.js';
+import type { GroupVersionDecl, JsonSchema, ResourceDecl } from '../core/types.js';
 
 const META = 'io.k8s.apimachinery.pkg.apis.meta.v1';
 const OBJECT_META = `${META}.ObjectMeta`;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { StatusError } from './status.js';
-import type { KubeObject, Provider, Snapshot } from './types.js';
+import { StatusError } from '../core/status.js';
+import type { KubeObject, Provider, Snapshot } from '../core/types.js';
 import {
   decodeContinue,
   encodeContinue,

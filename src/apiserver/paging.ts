@@ -4,8 +4,8 @@
 // hand out their current snapshot, so the framework keeps recent ones by resourceVersion
 // (bounded in count and age, like etcd's compaction window); a token whose snapshot was
 // dropped gets 410 Expired plus a token that resumes on current data, as upstream does.
-import { badRequest, expired, expiredContinue } from './status.js';
-import type { KubeObject, Provider } from './types.js';
+import { badRequest, expired, expiredContinue } from '../core/status.js';
+import type { KubeObject, Provider } from '../core/types.js';
 
 /** A snapshot sorted by key (namespace/name), ready to page. */
 export interface SortedSnapshot {

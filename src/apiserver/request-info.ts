@@ -4,7 +4,7 @@
 // asks the same question kube-apiserver would.
 import type Koa from 'koa';
 import { parseFieldSelector } from './selectors/field.js';
-import { badRequest } from './status.js';
+import { badRequest } from '../core/status.js';
 
 export interface RequestInfo {
   /** True for /apis/<group>/<version>/... (and /api/<version>/...); false for discovery, /openapi, probes. */

@@ -8,9 +8,9 @@ import { listRequestOf, page, snapshotFor, type SnapshotStore } from './paging.j
 import { checkPathSegments, type RequestInfo } from './request-info.js';
 import { fieldMatcher, parseFieldSelector } from './selectors/field.js';
 import { parseLabelSelector } from './selectors/label.js';
-import { methodNotAllowed, methodNotAllowedPath, notFound, notFoundPath } from './status.js';
+import { methodNotAllowed, methodNotAllowedPath, notFound, notFoundPath } from '../core/status.js';
 import { includeObjectOf, toTable } from './table.js';
-import type { GroupVersionDecl, KubeObject, ResourceDecl } from './types.js';
+import type { GroupVersionDecl, KubeObject, ResourceDecl } from '../core/types.js';
 import { startWatch, WATCH_CONTENT_TYPE, watchParamsOf } from './watch.js';
 
 export interface ServedResource {

@@ -1,6 +1,6 @@
 // A ResourceDecl from the few facts that differ between resources; the rest takes the
 // defaults a Kubernetes user would guess (plural = kind + "s", namespaced, get/list/watch).
-import type { JsonSchema, Provider, ResourceDecl, TableColumn, Verb } from './types.js';
+import type { JsonSchema, Provider, ResourceDecl, TableColumn, Verb } from '../core/types.js';
 
 export interface ResourceInit {
   kind: string;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { StatusError } from './status.js';
+import { StatusError } from '../core/status.js';
 import { columnDefinitions, humanDuration, includeObjectOf, toTable } from './table.js';
-import type { KubeObject, ResourceDecl } from './types.js';
+import type { KubeObject, ResourceDecl } from '../core/types.js';
 
 const decl: ResourceDecl = {
   kind: 'Widget',

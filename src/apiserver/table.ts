@@ -4,8 +4,8 @@
 // `date` cells become ages ("5m") like CRD printer columns; `includeObject` chooses
 // what each row carries (default Metadata → PartialObjectMetadata).
 import { compilePath } from './jsonpath.js';
-import { badRequest } from './status.js';
-import type { KubeObject, ResourceDecl, TableColumn } from './types.js';
+import { badRequest } from '../core/status.js';
+import type { KubeObject, ResourceDecl, TableColumn } from '../core/types.js';
 
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
 

@@ -1,8 +1,8 @@
 // A bounded log of watch events for one resource, so a watch can resume from a recent
 // resourceVersion and gets 410 Expired (as kube-apiserver's watch cache answers) once the
 // events it needs have been dropped.
-import { badRequest, expired } from './status.js';
-import type { WatchEvent } from './types.js';
+import { badRequest, expired } from '../core/status.js';
+import type { WatchEvent } from '../core/types.js';
 
 type Listener = (event: WatchEvent, resourceVersion: string) => void;
 

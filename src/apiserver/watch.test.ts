@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { SnapshotStore } from './paging.js';
-import { tooOldResourceVersion } from './status.js';
-import type { KubeObject, Provider, WatchEvent } from './types.js';
+import { tooOldResourceVersion } from '../core/status.js';
+import type { KubeObject, Provider, WatchEvent } from '../core/types.js';
 import { startWatch, watchParamsOf, type WatchSetup } from './watch.js';
 
 /** An in-memory provider with a replayable change history (test double). */

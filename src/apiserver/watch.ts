@@ -8,8 +8,8 @@
 import { PassThrough, type Readable } from 'node:stream';
 import { objectKey, type SnapshotStore } from './paging.js';
 import { queryFlag } from './request-info.js';
-import { badRequest, invalid, StatusError, type Status } from './status.js';
-import type { KubeObject, Provider, WatchEvent, WatchEventType } from './types.js';
+import { badRequest, invalid, StatusError, type Status } from '../core/status.js';
+import type { KubeObject, Provider, WatchEvent, WatchEventType } from '../core/types.js';
 
 export const WATCH_CONTENT_TYPE = 'application/json;stream=watch';
 

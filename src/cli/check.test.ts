@@ -3,10 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Command } from 'commander';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { Status } from '../apiserver/status.js';
-import { checkObject, formatResult, kubectlInvalidText, loadPolicies, register } from './check.js';
+import type { Status } from '../core/status.js';
+import { checkObject, formatResult, kubectlInvalidText, register } from './check.js';
+import { loadPolicies } from '../policy/load.js';
 import type { JsonObject } from '../admission/defaults/index.js';
-import { UserError } from '../errors.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'annex-check-'));
 const write = (name: string, text: string) => {
@@ -149,22 +149,6 @@ describe('checkObject', () => {
     expect(formatResult(r)).toBe(
       'pod/p created (server dry run)\n  patch:\n    add /spec/containers/0/resources/requests: {"cpu":"100m"}\n',
     );
-  });
-});
-
-describe('loadPolicies', () => {
-  it('names the file and the fault of a policy that does not compile', () => {
-    const bad = write(
-      'bad.yaml',
-      'apiVersion: policy.annex.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata: {name: b}\nspec:\n  match: {kinds: [Pod]}\n  validate: [{name: r, path: "$.x[", required: true}]\n',
-    );
-    expect(() => loadPolicies([bad])).toThrow(UserError);
-    expect(() => loadPolicies([bad])).toThrow(
-      `${bad}: AdmissionPolicy "b": rule "r": path "$.x[": "[" at character 4 is not closed`,
-    );
-    expect(() => loadPolicies([join(dir, 'none.yaml')])).toThrow('no such file or directory');
-    mkdirSync(join(dir, 'empty'), { recursive: true });
-    expect(() => loadPolicies([join(dir, 'empty')])).toThrow('no .yaml, .yml or .json file');
   });
 });
 

@@ -3,8 +3,6 @@
 // `gator test` do for theirs. Each object goes through what a real create does first:
 // defaults and admission plugins (the code of `annex defaults`) and the name validation
 // of its kind; then every policy is evaluated by the same pure function as the webhook.
-import { readdirSync, statSync } from 'node:fs';
-import { join } from 'node:path';
 import type { Command } from 'commander';
 import {
   createRefusal,
@@ -15,13 +13,14 @@ import {
 } from '../admission/defaults/index.js';
 import { groupOf } from '../admission/names/index.js';
 import { jsonPatch, type PatchOp } from '../admission/patch.js';
-import type { Status } from '../apiserver/status.js';
-import type { KubeObject } from '../apiserver/types.js';
-import { compilePolicy, type CompiledPolicy } from '../policy/compile.js';
+import type { Status } from '../core/status.js';
+import type { KubeObject } from '../core/types.js';
+import type { CompiledPolicy } from '../policy/compile.js';
+import { expandPaths, label, loadPolicies } from '../policy/load.js';
 import { evaluateAsInstalled } from '../policy/as-installed.js';
 import { vapName } from '../policy/cel/index.js';
-import { PolicyCompileError, type PolicyDecision } from '../policy/types.js';
-import { readObjects } from './input.js';
+import type { PolicyDecision } from '../policy/types.js';
+import { readObjects } from '../admission/defaults/input.js';
 import { createRequest } from './create-request.js';
 import { kubectlCreateErrors, kubectlInvalidText } from './kubectl-text.js';
 
@@ -58,53 +57,6 @@ export interface CheckResult {
   decisions: PolicyDecision[];
   /** Other policies whose ValidatingAdmissionPolicy denies: the API server may name one of them instead. */
   otherDenials?: string[];
-}
-
-const MANIFEST = /\.(ya?ml|json)$/;
-
-/** Files named on the command line; a folder contributes its .yaml, .yml and .json files (not recursive, as kubectl -f). */
-export function expandPaths(paths: readonly string[]): string[] {
-  const out: string[] = [];
-  for (const p of paths) {
-    if (p === '-') {
-      out.push(p);
-      continue;
-    }
-    let dir = false;
-    try {
-      dir = statSync(p).isDirectory();
-    } catch {
-      throw new UserError(`${p}: no such file or directory`);
-    }
-    if (!dir) {
-      out.push(p);
-      continue;
-    }
-    const files = readdirSync(p)
-      .filter((f) => MANIFEST.test(f))
-      .sort();
-    if (files.length === 0) throw new UserError(`${p}: no .yaml, .yml or .json file in the folder`);
-    out.push(...files.map((f) => join(p, f)));
-  }
-  return out;
-}
-
-const label = (file: string) => (file === '-' ? 'stdin' : file);
-
-/** Every AdmissionPolicy in the files and folders, compiled; a bad one is a UserError naming its file. */
-export function loadPolicies(paths: readonly string[]): CompiledPolicy[] {
-  const policies: CompiledPolicy[] = [];
-  for (const file of expandPaths(paths)) {
-    for (const obj of readObjects(file, label(file))) {
-      try {
-        policies.push(compilePolicy(obj));
-      } catch (e) {
-        if (e instanceof PolicyCompileError) throw new UserError(`${label(file)}: ${e.message}`);
-        throw e;
-      }
-    }
-  }
-  return policies;
 }
 
 /** kubectl's name for an object in its result lines: `deployment.apps/web`, `configmap/x`. */

@@ -3,7 +3,7 @@
 import { rulesForKinds } from '../admission/kinds.js';
 import { groupOf } from '../admission/names/index.js';
 import type { AdmissionRequest } from '../admission/review.js';
-import type { KubeObject } from '../apiserver/types.js';
+import type { KubeObject } from '../core/types.js';
 
 /** kubectl's plural for a kind: the built-in table, else its guess (UnsafeGuessKindToResource). */
 function resourceOf(group: string, kind: string): string {

@@ -12,19 +12,19 @@ import {
 } from '../admission/defaults/index.js';
 import type { JsonObject, RenderOptions } from '../admission/defaults/index.js';
 import { applyAnnexDefaults } from '../admission/webhooks/defaults.js';
-import type { Status } from '../apiserver/status.js';
-import type { KubeObject } from '../apiserver/types.js';
+import type { Status } from '../core/status.js';
+import type { KubeObject } from '../core/types.js';
 import { loadConfig } from '../config/load.js';
 import type { Config } from '../config/load.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { evaluate } from '../policy/evaluate.js';
-import { loadPolicies } from './check.js';
+import { loadPolicies } from '../policy/load.js';
 import { createRequest } from './create-request.js';
 import { UserError } from '../errors.js';
-import { readObjects } from './input.js';
+import { readObjects } from '../admission/defaults/input.js';
 import { kubectlCreateErrors } from './kubectl-text.js';
 
-export { readInput, readObjects } from './input.js';
+export { readInput, readObjects } from '../admission/defaults/input.js';
 
 /** annex's own admission, applied after the API server's: its defaults webhook, then policies. */
 export interface AnnexAdmission {

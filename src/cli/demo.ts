@@ -22,7 +22,7 @@ import { waitForCondition } from '../devcluster/wait.js';
 import { policyCrd } from '../policy/crd.js';
 import { createLogger } from '../log.js';
 import { builtinFeatures } from '../server/builtins.js';
-import { validateFeatures } from '../server/feature.js';
+import { validateFeatures } from '../core/feature.js';
 import { loadFeatureModules } from '../server/load-features.js';
 import { startAnnex } from '../server/start.js';
 

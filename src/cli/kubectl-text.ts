@@ -1,7 +1,7 @@
 // How kubectl prints the API server's errors (cmdutil.CheckErr), shared by the commands that
 // answer as kubectl would.
 import { goQuote } from '../admission/names/index.js';
-import type { Status } from '../apiserver/status.js';
+import type { Status } from '../core/status.js';
 
 /**
  * How kubectl prints a 422 Invalid Status with details (cmdutil.CheckErr): `The <Kind>

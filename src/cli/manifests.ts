@@ -17,7 +17,7 @@ import {
 import { writePolicyCrd } from '../policy/crd.js';
 import { writeMetricCrd } from '../scaling/crd.js';
 import { builtinFeatures } from '../server/builtins.js';
-import { validateFeatures } from '../server/feature.js';
+import { validateFeatures } from '../core/feature.js';
 import { loadFeatureModules } from '../server/load-features.js';
 
 /** Every built-in feature with every option on: what webhooks/ and apiservice/ hold. */

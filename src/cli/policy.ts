@@ -4,7 +4,7 @@
 import type { Command } from 'commander';
 import { stringify } from 'yaml';
 import { compileToCel, explainCel } from '../policy/cel/index.js';
-import { loadPolicies } from './check.js';
+import { loadPolicies } from '../policy/load.js';
 
 const yaml = (o: unknown) => stringify(o, { aliasDuplicateObjects: false, lineWidth: 0 });
 

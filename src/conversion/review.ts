@@ -3,8 +3,8 @@
 // answer with the request's uid and the objects in order, each in the desired apiVersion,
 // its metadata untouched but for labels and annotations. Any failure to convert is a
 // `Failed` result with a message, as the API server expects: never a crash.
-import { badRequest } from '../apiserver/status.js';
-import type { KubeObject } from '../apiserver/types.js';
+import { badRequest } from '../core/status.js';
+import type { KubeObject } from '../core/types.js';
 import { isObject, nestsDeeperThan, type JsonObject } from '../json.js';
 import { errorFields, logField } from '../log.js';
 import type { Conversion } from './declare.js';

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
 import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { KubeObject } from '../apiserver/types.js';
+import type { KubeObject } from '../core/types.js';
 import { createLogger, type Logger } from '../log.js';
 import { reviewRoutes } from '../server/app.js';
 import { statusErrors } from '../server/errors.js';

@@ -1,11 +1,11 @@
 // One ConversionReview in, one out, for a declared conversion. Read top to bottom:
-// content type → hold its bytes in flight (or 429) → bounded body (src/server/review-io.ts,
+// content type → hold its bytes in flight (or 429) → bounded body (src/core/review-io.ts,
 // shared with the admission server) → parse the envelope (400 if it is not a review) →
 // convert within the API server's deadline → answer with the uid → one log line of
 // bounded identifiers. A converter that throws, overruns, or returns metadata it may not
 // change is a `Failed` result with a message: never an HTTP 500, never a value in a log.
+import { histogram } from '../core/metric.js';
 import type Koa from 'koa';
-import { Histogram, register } from 'prom-client';
 import { errorFields, logField, type Logger } from '../log.js';
 import {
   budgetMs,
@@ -14,7 +14,7 @@ import {
   receiveReview,
   within,
   type InFlight,
-} from '../server/review-io.js';
+} from '../core/review-io.js';
 import type { Conversion } from './declare.js';
 import {
   ConversionFailure,
@@ -32,14 +32,12 @@ export const MAX_CONVERSION_REVIEW_BYTES = 32 * 1024 * 1024;
 /** The API server waits 30 s for a conversion webhook (the CRD has no timeoutSeconds). */
 const CONVERSION_TIMEOUT_MS = 30_000;
 
-const reviewSeconds =
-  (register.getSingleMetric('annex_conversion_review_duration_seconds') as Histogram | undefined) ??
-  new Histogram({
-    name: 'annex_conversion_review_duration_seconds',
-    help: 'Time to answer a ConversionReview, by conversion and result.',
-    labelNames: ['conversion', 'result'],
-    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
-  });
+const reviewSeconds = histogram({
+  name: 'annex_conversion_review_duration_seconds',
+  help: 'Time to answer a ConversionReview, by conversion and result.',
+  labelNames: ['conversion', 'result'],
+  buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
+});
 
 /** One conversion's endpoint: the router (src/server/app.ts) has matched its path and POST. */
 export function conversionReview(

@@ -4,7 +4,7 @@
 // if one points at a Service that is not annex's, the group is left alone (one log line, a
 // note in /readyz?verbose) unless registration.replaceOwners names it. The check is per
 // group, not per APIService: annex's v1 beside metrics-server's v1beta1 would split one API.
-import type { GroupVersionDecl } from '../apiserver/types.js';
+import type { GroupVersionDecl } from '../core/types.js';
 import type { KubeClient } from '../kube/client.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';

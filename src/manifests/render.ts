@@ -3,9 +3,9 @@
 // group/version, and per CRD conversion the CRD (or the part of it annex owns). The committed YAML under webhooks/ and apiservice/ is this rendering
 // (`annex manifests --write`); a test fails when they drift.
 import { stringify } from 'yaml';
-import type { GroupVersionDecl } from '../apiserver/types.js';
+import type { GroupVersionDecl } from '../core/types.js';
 import type { Config } from '../config/load.js';
-import type { Feature } from '../server/feature.js';
+import type { Feature } from '../core/feature.js';
 import { webhookPath, type Webhook } from '../admission/webhook.js';
 import { conversionPath, type Conversion } from '../conversion/declare.js';
 

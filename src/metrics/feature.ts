@@ -3,7 +3,7 @@
 // kubelet) that feeds it once the server starts. Ready, as metrics-server, once it holds data.
 import { readFileSync } from 'node:fs';
 import type { Config } from '../config/load.js';
-import type { Feature, FeatureContext } from '../server/feature.js';
+import type { Feature, FeatureContext } from '../core/feature.js';
 import type { KubeList, Query } from '../kube/client.js';
 import { fileToken } from '../kube/token.js';
 import {

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import { describe, it, expect } from 'vitest';
 import { toTable } from '../apiserver/table.js';
-import type { KubeObject, WatchEvent } from '../apiserver/types.js';
+import type { KubeObject, WatchEvent } from '../core/types.js';
 import { decodeResourceMetrics } from './decode.js';
 import { metricsGroups, metricsK8sIoGroup, podUsageTotals } from './group.js';
 import type { MetricsBatch, MetricsPoint } from './points.js';

@@ -9,7 +9,7 @@ import type {
   Snapshot,
   TableColumn,
   WatchEvent,
-} from '../apiserver/types.js';
+} from '../core/types.js';
 import {
   formatCpu,
   formatMemory,

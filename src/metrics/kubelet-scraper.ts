@@ -4,7 +4,14 @@
 // failure is one log line (node + error, never a body) and one counter increment.
 import { setMaxListeners } from 'node:events';
 import type https from 'node:https';
-import { Counter, Gauge, Histogram, register as defaultRegistry, type Registry } from 'prom-client';
+import {
+  register as defaultRegistry,
+  type Counter,
+  type Gauge,
+  type Histogram,
+  type Registry,
+} from 'prom-client';
+import { counter, gauge, histogram } from '../core/metric.js';
 import type { Logger } from '../log.js';
 import { decodeResourceMetrics } from './decode.js';
 import {
@@ -61,36 +68,28 @@ interface ScraperMetrics {
 }
 
 function scraperMetrics(registry: Registry): ScraperMetrics {
-  const reuse = <T>(name: string, make: () => T): T =>
-    (registry.getSingleMetric(name) as T | undefined) ?? make();
   return {
-    failures: reuse(
-      'annex_metrics_scrape_failures_total',
-      () =>
-        new Counter({
-          name: 'annex_metrics_scrape_failures_total',
-          help: 'Kubelet scrapes that failed (dial, TLS, status, timeout or parse error), by node.',
-          labelNames: ['node'],
-          registers: [registry],
-        }),
+    failures: counter(
+      {
+        name: 'annex_metrics_scrape_failures_total',
+        help: 'Kubelet scrapes that failed (dial, TLS, status, timeout or parse error), by node.',
+        labelNames: ['node'],
+      },
+      registry,
     ),
-    duration: reuse(
-      'annex_metrics_scrape_duration_seconds',
-      () =>
-        new Histogram({
-          name: 'annex_metrics_scrape_duration_seconds',
-          help: 'Duration of one kubelet /metrics/resource request, failed ones included.',
-          registers: [registry],
-        }),
+    duration: histogram(
+      {
+        name: 'annex_metrics_scrape_duration_seconds',
+        help: 'Duration of one kubelet /metrics/resource request, failed ones included.',
+      },
+      registry,
     ),
-    lastTick: reuse(
-      'annex_metrics_last_tick_timestamp_seconds',
-      () =>
-        new Gauge({
-          name: 'annex_metrics_last_tick_timestamp_seconds',
-          help: 'Unix time when the last metrics collection tick started.',
-          registers: [registry],
-        }),
+    lastTick: gauge(
+      {
+        name: 'annex_metrics_last_tick_timestamp_seconds',
+        help: 'Unix time when the last metrics collection tick started.',
+      },
+      registry,
     ),
   };
 }

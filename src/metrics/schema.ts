@@ -1,7 +1,7 @@
 // JSON Schemas of NodeMetrics and PodMetrics (k8s.io/metrics v1beta1 and v1 share them).
 // ajv checks what the store produces against them in tests; the OpenAPI documents are built
 // from them, so the descriptions are what `kubectl explain nodemetrics` prints.
-import type { JsonSchema } from '../apiserver/types.js';
+import type { JsonSchema } from '../core/types.js';
 
 /** A canonical Kubernetes quantity ("249957861n", "2786616Ki", "1", "1e3"). */
 const QUANTITY_PATTERN =

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, it, expect } from 'vitest';
-import type { StatusError } from '../apiserver/status.js';
-import type { WatchEvent } from '../apiserver/types.js';
+import type { StatusError } from '../core/status.js';
+import type { WatchEvent } from '../core/types.js';
 import { decodeResourceMetrics } from './decode.js';
 import type { MetricsBatch, MetricsPoint } from './points.js';
 import { MetricsStore, resourceUsage } from './storage.js';

@@ -3,7 +3,7 @@
 // so a node or pod that was not scraped vanishes at once. On top of that annex keeps a
 // resourceVersion and watch history, because it serves watch where metrics-server does not.
 import type { Logger } from '../log.js';
-import type { KubeObject, Provider, Snapshot, WatchEvent } from '../apiserver/types.js';
+import type { KubeObject, Provider, Snapshot, WatchEvent } from '../core/types.js';
 import { formatGoDuration, formatKubeTime } from './duration.js';
 import { WatchHistory } from '../apiserver/watch-history.js';
 import type { MetricsBatch, MetricsPoint } from './points.js';

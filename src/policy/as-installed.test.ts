@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { KubeObject } from '../apiserver/types.js';
+import type { KubeObject } from '../core/types.js';
 import { createRequest } from '../cli/create-request.js';
 import { evaluateAsInstalled } from './as-installed.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';

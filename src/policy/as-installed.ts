@@ -9,7 +9,7 @@
 import { goQuote } from '../admission/names/index.js';
 import type { AdmissionRequest } from '../admission/review.js';
 import type { FieldCause } from '../admission/verdict.js';
-import { qualifiedResource, StatusError, type Status } from '../apiserver/status.js';
+import { qualifiedResource, StatusError, type Status } from '../core/status.js';
 import { bindingName, celObjects, recordsAudit, vapName, type CelOptions } from './cel/index.js';
 import type { CompiledPolicy } from './compile.js';
 import { evaluate, type EvaluateContext } from './evaluate.js';

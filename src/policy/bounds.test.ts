@@ -2,7 +2,7 @@
 // 100 causes in 31 KiB are listed, warnings are cut as the API server's recorder cuts them.
 import { describe, expect, it } from 'vitest';
 import { configMapRequest } from '../../test/unit/configmap-request.js';
-import type { Status } from '../apiserver/status.js';
+import type { Status } from '../core/status.js';
 import {
   boundCauses,
   boundWarnings,

@@ -8,7 +8,7 @@ import { linearRegExp } from './linear-regexp.js';
 import type { NameRule } from '../admission/names/index.js';
 import { rulesForKinds } from '../admission/kinds.js';
 import type { LabelSelectorSpec, RuleWithOperations } from '../admission/webhook.js';
-import type { JsonSchema } from '../apiserver/types.js';
+import type { JsonSchema } from '../core/types.js';
 import { nestsDeeperThan } from '../json.js';
 import { NAME_RULES, nameRuleFor } from './names.js';
 import { checkPath, isRecord } from './paths.js';

@@ -3,12 +3,12 @@
 // in a bounded ObjectStore (oldest dropped, as DELETED to watchers), and counted on
 // /metrics. What was decided about which request by whom: never the object's contents.
 import { randomBytes } from 'node:crypto';
-import { Counter, Histogram, register } from 'prom-client';
 import type { AdmissionRequest } from '../admission/review.js';
 import { ObjectStore } from '../apiserver/object-store.js';
 import { resource } from '../apiserver/resource.js';
-import type { GroupVersionDecl, KubeObject, Provider } from '../apiserver/types.js';
+import type { GroupVersionDecl, KubeObject, Provider } from '../core/types.js';
 import type { PolicyAction, PolicyDecision } from './types.js';
+import { counter, histogram } from '../core/metric.js';
 
 export const AUDIT_GROUP = 'audit.annex.dev';
 export const AUDIT_VERSION = 'v1alpha1';
@@ -28,22 +28,18 @@ export interface AdmissionEvent extends KubeObject {
   replica: string;
 }
 
-const decisionsTotal =
-  (register.getSingleMetric('annex_policy_decisions_total') as Counter | undefined) ??
-  new Counter({
-    name: 'annex_policy_decisions_total',
-    help: 'Policy decisions recorded, by policy and action (Deny, Warn, Audit).',
-    labelNames: ['policy', 'action'],
-  });
+const decisionsTotal = counter({
+  name: 'annex_policy_decisions_total',
+  help: 'Policy decisions recorded, by policy and action (Deny, Warn, Audit).',
+  labelNames: ['policy', 'action'],
+});
 
-const evaluationSeconds =
-  (register.getSingleMetric('annex_policy_evaluation_duration_seconds') as Histogram | undefined) ??
-  new Histogram({
-    name: 'annex_policy_evaluation_duration_seconds',
-    help: 'Time to evaluate one policy against one admission request, by policy.',
-    labelNames: ['policy'],
-    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25],
-  });
+const evaluationSeconds = histogram({
+  name: 'annex_policy_evaluation_duration_seconds',
+  help: 'Time to evaluate one policy against one admission request, by policy.',
+  labelNames: ['policy'],
+  buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25],
+});
 
 /** One policy's evaluation time, for the per-policy histogram. */
 export const observeEvaluation = (policy: string, seconds: number) =>

@@ -4,7 +4,8 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { JsonObject } from '../admission/defaults/index.js';
-import { checkObject, loadPolicies } from '../cli/check.js';
+import { checkObject } from '../cli/check.js';
+import { loadPolicies } from './load.js';
 
 const folder = join(import.meta.dirname, '..', '..', 'policies');
 const all = loadPolicies([folder]);

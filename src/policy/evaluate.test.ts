@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { AdmissionRequest } from '../admission/review.js';
-import type { KubeObject } from '../apiserver/types.js';
+import type { KubeObject } from '../core/types.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
 import { evaluate } from './evaluate.js';
 

@@ -17,7 +17,7 @@ import { defaultPodTemplateSpec } from '../admission/defaults/index.js';
 import { fieldErrorBody, validateName } from '../admission/names/index.js';
 import type { AdmissionRequest } from '../admission/review.js';
 import { denyInvalid, invalidField, type FieldCause } from '../admission/verdict.js';
-import type { KubeObject } from '../apiserver/types.js';
+import type { KubeObject } from '../core/types.js';
 import { boundCauses, boundWarnings, quoter, type Quote } from './bounds.js';
 import type { CompiledMutateRule, CompiledPolicy, CompiledValidateRule } from './compile.js';
 import { matchesWithin } from './cost.js';

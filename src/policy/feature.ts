@@ -16,18 +16,18 @@ import {
   type RuleWithOperations,
   type Webhook,
 } from '../admission/webhook.js';
-import type { Provider } from '../apiserver/types.js';
+import type { Provider } from '../core/types.js';
 import { loadServingMaterial } from '../certs/index.js';
-import { loadPolicies } from '../cli/check.js';
+import { loadPolicies } from './load.js';
 import type { Config } from '../config/load.js';
 import type { KubeClient } from '../kube/client.js';
 import { ItemBackoff } from '../kube/backoff.js';
-import { setCondition } from '../kube/conditions.js';
-import { KubeApiError } from '../kube/errors.js';
+import { setCondition } from '../core/conditions.js';
+import { KubeApiError } from '../kube/client.js';
 import { EventRecorder, kubeEventSink } from '../kube/events.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
-import type { Feature } from '../server/feature.js';
+import type { Feature } from '../core/feature.js';
 import { celObjects, recordsAudit, syncCel, webhookPolicies } from './cel/apply.js';
 import { celStatus, type CelObjects } from './cel/compile.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';

@@ -12,7 +12,7 @@
 import { request, Agent } from 'node:https';
 import { checkServerIdentity } from 'node:tls';
 import { ObjectStore } from '../apiserver/object-store.js';
-import type { KubeObject, Provider, Snapshot, WatchEvent } from '../apiserver/types.js';
+import type { KubeObject, Provider, Snapshot, WatchEvent } from '../core/types.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../log.js';
 

@@ -3,8 +3,8 @@
 // schema compile.ts checks a policy against before compiling it (offline and in annex's
 // own validating webhook). Structural, as apiextensions.k8s.io/v1 requires: every field
 // typed; the free-form JSON Schema and `setIfAbsent` values keep unknown fields.
-import type { JsonSchema } from '../apiserver/types.js';
-import { conditionsSchema } from '../kube/conditions.js';
+import type { JsonSchema } from '../core/types.js';
+import { conditionsSchema } from '../core/conditions.js';
 import { NAME_RULES } from './names.js';
 
 const str = (description: string): JsonSchema => ({ type: 'string', description });

@@ -5,7 +5,7 @@
 // feeds it observations and writes what it returns.
 import { X509Certificate } from 'node:crypto';
 import type { RuleWithOperations } from '../admission/webhook.js';
-import type { Condition } from '../kube/conditions.js';
+import type { Condition } from '../core/conditions.js';
 import type { CompiledPolicy } from './compile.js';
 import type { AdmissionPolicy } from './types.js';
 

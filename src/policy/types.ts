@@ -4,9 +4,9 @@
 import type { FieldCause } from '../admission/verdict.js';
 import type { AdmissionRequest, Operation } from '../admission/review.js';
 import type { LabelSelectorSpec, RuleWithOperations } from '../admission/webhook.js';
-import type { Status } from '../apiserver/status.js';
-import type { Condition } from '../kube/conditions.js';
-import type { JsonSchema } from '../apiserver/types.js';
+import type { Status } from '../core/status.js';
+import type { Condition } from '../core/conditions.js';
+import type { JsonSchema } from '../core/types.js';
 
 export const POLICY_GROUP = 'policy.annex.dev';
 export const POLICY_VERSION = 'v1alpha1';

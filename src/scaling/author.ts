@@ -13,7 +13,7 @@
 // so an ExternalMetric written before annex first answered was refused, not left with an
 // annotation its writer chose.
 import { isDeepStrictEqual } from 'node:util';
-import type { KubeObject } from '../apiserver/types.js';
+import type { KubeObject } from '../core/types.js';
 import type { AdmissionRequest } from '../admission/review.js';
 import { allow, mutate } from '../admission/verdict.js';
 import { mutatingWebhook, type Webhook } from '../admission/webhook.js';

@@ -7,7 +7,7 @@ import { AccessReviewer } from '../apiserver/auth/subject-access-review.js';
 import type { Config } from '../config/load.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
-import type { Feature } from '../server/feature.js';
+import type { Feature } from '../core/feature.js';
 import { AUTHOR_ANNOTATION, authorWebhook } from './author.js';
 import { customMetricsGroup, externalMetricsGroup } from './groups.js';
 import { OutboundPolicy } from './outbound.js';

@@ -8,8 +8,8 @@
 import { ObjectStore } from '../apiserver/object-store.js';
 import { resource } from '../apiserver/resource.js';
 import { parseLabelSelector } from '../apiserver/selectors/label.js';
-import { notFoundPath, StatusError } from '../apiserver/status.js';
-import type { GroupVersionDecl, ReadRequest } from '../apiserver/types.js';
+import { notFoundPath, StatusError } from '../core/status.js';
+import type { GroupVersionDecl, ReadRequest } from '../core/types.js';
 import type { MetricPoller } from './poller.js';
 import {
   CUSTOM_GROUP,

@@ -9,7 +9,7 @@ import { Counter } from 'prom-client';
 import type { AccessReviewer } from '../apiserver/auth/subject-access-review.js';
 import { formatDecimalSI } from '../apiserver/quantity.js';
 import type { KubeClient } from '../kube/client.js';
-import { setCondition, type Condition } from '../kube/conditions.js';
+import { setCondition, type Condition } from '../core/conditions.js';
 import { countCheck } from './access.js';
 import type { OutboundPolicy } from './outbound.js';
 import {

@@ -1,8 +1,8 @@
 // The ExternalMetric schema, kept in this one place: it is the CRD's openAPIV3Schema
 // (crd.ts), so the API server refuses a malformed ExternalMetric at `kubectl apply` with a
 // one-line message (the CEL rules below), and poller.ts reads the defaults it declares.
-import type { JsonSchema } from '../apiserver/types.js';
-import { conditionsSchema } from '../kube/conditions.js';
+import type { JsonSchema } from '../core/types.js';
+import { conditionsSchema } from '../core/conditions.js';
 
 const str = (description: string, extra: JsonSchema = {}): JsonSchema => ({
   type: 'string',

@@ -1,8 +1,8 @@
 // ExternalMetric (metrics.annex.dev/v1alpha1): one number annex polls from somewhere and
 // serves to HorizontalPodAutoscalers, as external.metrics.k8s.io or, with
 // `describedObject`, as an object metric of custom.metrics.k8s.io.
-import type { KubeObject } from '../apiserver/types.js';
-import type { Condition } from '../kube/conditions.js';
+import type { KubeObject } from '../core/types.js';
+import type { Condition } from '../core/conditions.js';
 
 export const METRIC_GROUP = 'metrics.annex.dev';
 export const METRIC_VERSION = 'v1alpha1';

@@ -8,9 +8,9 @@ import type { X509Certificate } from 'node:crypto';
 import type Koa from 'koa';
 import { tlsSocketOf } from '../apiserver/auth/authenticate.js';
 import { peerChain, verifyClientChain } from '../apiserver/auth/x509.js';
-import { methodNotAllowedPath, unauthorized } from '../apiserver/status.js';
+import { methodNotAllowedPath, unauthorized } from '../core/status.js';
 import type { Logger } from '../log.js';
-import type { Feature } from './feature.js';
+import type { Feature } from '../core/feature.js';
 
 /** Why the request's client certificate does not chain to `roots`, or undefined when it does. */
 function clientCertProblem(ctx: Koa.Context, roots: X509Certificate[]): string | undefined {

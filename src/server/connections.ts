@@ -21,7 +21,7 @@ import type http from 'node:http';
 import http2 from 'node:http2';
 import type net from 'node:net';
 import type tls from 'node:tls';
-import { StatusError } from '../apiserver/status.js';
+import { StatusError } from '../core/status.js';
 
 /** How many over-cap connections may wait at once for their 503. */
 export const REFUSING_MAX = 64;

@@ -2,7 +2,7 @@
 // Known failures (StatusError) keep their code; anything else is a 500 whose details
 // go to the log (class and stack frames, never the message), never to the client.
 import type Koa from 'koa';
-import { internalError, notFoundPath, StatusError, type Status } from '../apiserver/status.js';
+import { internalError, notFoundPath, StatusError, type Status } from '../core/status.js';
 import { errorFields, logField, type Logger } from '../log.js';
 
 export function sendStatus(ctx: Koa.Context, status: Status): void {

@@ -7,7 +7,7 @@ import { pathToFileURL } from 'node:url';
 import { UserError } from '../errors.js';
 import type { Webhook } from '../admission/webhook.js';
 import type { Conversion } from '../conversion/declare.js';
-import type { Feature } from './feature.js';
+import type { Feature } from '../core/feature.js';
 
 const isWebhook = (v: object): v is Webhook =>
   typeof (v as Webhook).admit === 'function' && Array.isArray((v as Webhook).registrations);

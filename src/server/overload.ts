@@ -15,8 +15,8 @@
 // Per request: a few string checks, a counter, no allocation (a watch registers one
 // close listener).
 import type Koa from 'koa';
-import { Counter, Gauge, register } from 'prom-client';
-import { StatusError } from '../apiserver/status.js';
+import { StatusError } from '../core/status.js';
+import { counter, gauge } from '../core/metric.js';
 
 export const PRIORITIES = ['review', 'discovery', 'watch', 'requests'] as const;
 export type Priority = (typeof PRIORITIES)[number];
@@ -32,13 +32,11 @@ const REFUSAL = JSON.stringify(
   }).status,
 );
 
-const rejected =
-  (register.getSingleMetric('annex_requests_rejected_total') as Counter | undefined) ??
-  new Counter({
-    name: 'annex_requests_rejected_total',
-    help: 'Requests refused with 429 because their priority class was at its in-flight bound.',
-    labelNames: ['priority'],
-  });
+const rejected = counter({
+  name: 'annex_requests_rejected_total',
+  help: 'Requests refused with 429 because their priority class was at its in-flight bound.',
+  labelNames: ['priority'],
+});
 
 /** The class of a request, from its method and raw URL (path and query). */
 export function priorityOf(method: string, url: string): Priority {
@@ -171,8 +169,7 @@ const refusedBy = (p: Priority) => rejected.labels(p).inc();
 let readHeld: () => InFlightLimits = () => ({ review: 0, discovery: 0, watch: 0, requests: 0 });
 function inFlightGauge(read: () => InFlightLimits): void {
   readHeld = read;
-  if (register.getSingleMetric('annex_requests_in_flight')) return;
-  new Gauge({
+  gauge({
     name: 'annex_requests_in_flight',
     help: 'Requests in flight, by priority class.',
     labelNames: ['priority'],

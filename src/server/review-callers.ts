@@ -7,23 +7,21 @@
 import type { X509Certificate } from 'node:crypto';
 import type { TLSSocket } from 'node:tls';
 import type Koa from 'koa';
-import { Counter, register } from 'prom-client';
 import { tlsSocketOf } from '../apiserver/auth/authenticate.js';
 import { peerChain, verifyClientChain } from '../apiserver/auth/x509.js';
 import type { AdmissionClientCa } from './admission-ca.js';
+import { counter } from '../core/metric.js';
 
 export type ReviewCaller = { authenticated: true } | { authenticated: false; reason: string };
 
 /** A connection's verdict is reused this long, then dates are checked again (as delegated authn). */
 const VERDICT_TTL_MS = 60_000;
 
-const reviewsTotal =
-  (register.getSingleMetric('annex_admission_reviews_total') as Counter | undefined) ??
-  new Counter({
-    name: 'annex_admission_reviews_total',
-    help: 'AdmissionReviews received, by webhook and whether the caller presented a client certificate from admission.clientCA.',
-    labelNames: ['webhook', 'authenticated'],
-  });
+const reviewsTotal = counter({
+  name: 'annex_admission_reviews_total',
+  help: 'AdmissionReviews received, by webhook and whether the caller presented a client certificate from admission.clientCA.',
+  labelNames: ['webhook', 'authenticated'],
+});
 
 export interface ReviewCallers {
   /** The caller of this review (counted). */

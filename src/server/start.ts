@@ -27,7 +27,7 @@ import { createApp } from './app.js';
 import type { Readiness } from './health.js';
 import { admissionClientCa } from './admission-ca.js';
 import { builtinFeatures } from './builtins.js';
-import { validateFeatures, type Feature } from './feature.js';
+import { validateFeatures, type Feature } from '../core/feature.js';
 import { loadFeatureModules } from './load-features.js';
 import { listen, type Listening, type TlsMaterial } from './listen.js';
 import { reviewCallers } from './review-callers.js';

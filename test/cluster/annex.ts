@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { loadConfig, type ConfigOverrides } from '../../src/config/load.js';
 import { createLogger, type Logger } from '../../src/log.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
-import type { Feature } from '../../src/server/feature.js';
+import type { Feature } from '../../src/core/feature.js';
 import { startAnnex, type Annex } from '../../src/server/start.js';
 import * as wire from '../../src/devcluster/wire.js';
 import { ANNEX_NAMESPACE, ANNEX_SERVICE } from '../../src/devcluster/wire.js';

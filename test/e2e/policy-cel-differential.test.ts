@@ -20,7 +20,7 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { parse } from 'yaml';
 import type { AdmissionRequest } from '../../src/admission/review.js';
-import type { KubeObject } from '../../src/apiserver/types.js';
+import type { KubeObject } from '../../src/core/types.js';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.js';
 import { KubeClient } from '../../src/kube/client.js';
 import {

@@ -18,7 +18,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { stringify } from 'yaml';
 import { validateName } from '../../src/admission/names/index.js';
-import type { Status } from '../../src/apiserver/status.js';
+import type { Status } from '../../src/core/status.js';
 import { kubectlInvalidText, type CheckResult } from '../../src/cli/check.js';
 import { celObjects } from '../../src/policy/cel/index.js';
 import { compilePolicy } from '../../src/policy/compile.js';

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { loadPolicies } from '../../src/cli/check.js';
+import { loadPolicies } from '../../src/policy/load.js';
 import { createLogger } from '../../src/log.js';
 import { compilePolicy } from '../../src/policy/compile.js';
 import { MUTATE_KIND_FAULT, VALIDATE_KIND_FAULT } from '../../src/policy/schema.js';

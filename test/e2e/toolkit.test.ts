@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { validatingWebhook } from '../../src/admission/webhook.js';
 import { renderObjects, declarationsOf, serviceRefOf } from '../../src/manifests/render.js';
 import { loadConfig } from '../../src/config/load.js';
-import type { Feature } from '../../src/server/feature.js';
+import type { Feature } from '../../src/core/feature.js';
 import {
   annexGet,
   applyObjects,

@@ -6,7 +6,8 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import ts from 'typescript';
 import { describe, expect, it } from 'vitest';
-import { checkObject, formatResult, loadPolicies } from '../../src/cli/check.js';
+import { checkObject, formatResult } from '../../src/cli/check.js';
+import { loadPolicies } from '../../src/policy/load.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 const read = (file: string) => readFileSync(join(repo, file), 'utf8');

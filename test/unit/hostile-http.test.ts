@@ -5,7 +5,7 @@
 import http2 from 'node:http2';
 import type tls from 'node:tls';
 import { describe, expect, it } from 'vitest';
-import type { GroupVersionDecl, KubeObject } from '../../src/apiserver/types.js';
+import type { GroupVersionDecl, KubeObject } from '../../src/core/types.js';
 import type { Listening } from '../../src/server/listen.js';
 import {
   closedWithin,

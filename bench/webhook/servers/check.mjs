@@ -8,27 +8,19 @@
 // go-hand pepr); exits non-zero on any difference. Module: `checkServers(servers)`.
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer as createNetServer } from 'node:net';
 import { request, Agent } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { isDeepStrictEqual } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import jsonpatch from 'fast-json-patch';
+import { freePort } from '../../net.mjs';
 import { makeCerts } from '../certs.mjs';
 import { buildServer } from './build.mjs';
 import { deployment, expectedMutation, review } from './reviews.mjs';
 
 /** The bench's ECDSA P-256 serving certificate (bench/webhook/certs.mjs), in `dir`. */
 export const makeCert = (dir) => makeCerts(join(dir, 'certs'));
-
-export async function freePort() {
-  const server = createNetServer();
-  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address();
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** Starts one server; resolves once it printed `ready`. */
 export async function startServer({ command, args = [], env = {} }, { cert, key }, { cpus } = {}) {

@@ -12,8 +12,8 @@ import {
 } from '../names/index.js';
 import type { FieldErrorType } from '../names/index.js';
 import { invalidStatus } from '../verdict.js';
-import type { Status } from '../../apiserver/status.js';
-import { StatusError } from '../../apiserver/status.js';
+import type { Status } from '../../core/status.js';
+import { StatusError } from '../../core/status.js';
 import { isObject } from './util.js';
 import type { JsonObject } from './util.js';
 

@@ -5,7 +5,7 @@
 // - Custom resources get no built-in defaulting, so annex applies the API server's own
 //   pod-template defaults to every pod template embedded in them (then the same
 //   organisation defaults), making a CR's template look like a Deployment's.
-import type { KubeObject } from '../../apiserver/types.js';
+import type { KubeObject } from '../../core/types.js';
 import type { Config } from '../../config/load.js';
 import { defaultPodTemplateSpec } from '../defaults/index.js';
 import type { AdmissionRequest } from '../review.js';

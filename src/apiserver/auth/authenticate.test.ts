@@ -6,7 +6,7 @@ import type Koa from 'koa';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CLIENT_EXT, opensslCa, opensslLeaf } from '../../devcluster/pki.js';
-import { StatusError } from '../status.js';
+import { StatusError } from '../../core/status.js';
 import { authenticate } from './authenticate.js';
 import { parseAuthenticationConfig, type AuthenticationConfig } from './authentication-config.js';
 import type { UserInfo } from './types.js';

@@ -7,7 +7,7 @@ import type { IncomingMessage } from 'node:http';
 import type { TLSSocket } from 'node:tls';
 import type Koa from 'koa';
 import type { Logger } from '../../log.js';
-import { unauthorized } from '../status.js';
+import { unauthorized } from '../../core/status.js';
 import type { AuthenticationConfig } from './authentication-config.js';
 import { identityFromHeaders, stripIdentityHeaders } from './request-header.js';
 import type { TokenReviewer } from './token-review.js';

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { KubeClient } from '../../kube/client.js';
 import { KubeApiError } from '../../kube/errors.js';
 import { parseRequestInfo } from '../request-info.js';
-import { StatusError } from '../status.js';
+import { StatusError } from '../../core/status.js';
 import { accessReviewSpec, authorize, REVIEW_FAILED_REASON } from './authorize.js';
 import { AccessReviewer, type SubjectAccessReviewSpec } from './subject-access-review.js';
 import type { UserInfo } from './types.js';

@@ -12,7 +12,7 @@ import {
   internalError,
   unauthorized,
   type StatusError,
-} from '../status.js';
+} from '../../core/status.js';
 import type { AccessReviewer, SubjectAccessReviewSpec } from './subject-access-review.js';
 import { ALWAYS_ALLOW_PATHS, MASTERS_GROUP, type UserInfo } from './types.js';
 

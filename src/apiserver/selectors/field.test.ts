@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { StatusError } from '../status.js';
-import type { KubeObject } from '../types.js';
+import { StatusError } from '../../core/status.js';
+import type { KubeObject } from '../../core/types.js';
 import { fieldMatcher, parseFieldSelector } from './field.js';
 
 const pod: KubeObject = {

@@ -1,9 +1,9 @@
 // fieldSelector: apimachinery's fields.ParseSelector grammar (`=`, `==`, `!=`, comma = AND,
 // `\`-escapes for `\`, `,` and `=` in values) and kube-apiserver's rule that a field a
 // resource does not declare is a 400 "field label not supported", not a silent mismatch.
-import { badRequest } from '../status.js';
+import { badRequest } from '../../core/status.js';
 import { compilePath } from '../jsonpath.js';
-import type { KubeObject } from '../types.js';
+import type { KubeObject } from '../../core/types.js';
 
 export interface FieldRequirement {
   field: string;

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { StatusError } from '../status.js';
+import { StatusError } from '../../core/status.js';
 import { parseLabelSelector } from './label.js';
 
 function errorOf(sel: string): { code: number; reason: string; message: string } {

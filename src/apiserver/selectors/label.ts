@@ -2,7 +2,7 @@
 // (pkg/labels/selector.go), because kubectl users read those messages verbatim.
 //   requirement ::= [!] KEY [ ("in"|"notin") "(" VALUES ")" | ("="|"=="|"!="|">"|"<") VALUE ]
 // A comma means AND; `!=` and `notin` also match objects without the key.
-import { badRequest } from '../status.js';
+import { badRequest } from '../../core/status.js';
 import { invalidValue, labelValueErrors, qualifiedNameErrors } from './validation.js';
 
 export type LabelOperator = 'in' | 'notin' | '=' | '==' | '!=' | 'gt' | 'lt' | 'exists' | '!';

@@ -9,7 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { decodeContinue, encodeContinue } from '../../../src/apiserver/paging.js';
 import { fieldMatcher, parseFieldSelector } from '../../../src/apiserver/selectors/field.js';
 import { parseLabelSelector } from '../../../src/apiserver/selectors/label.js';
-import { StatusError } from '../../../src/apiserver/status.js';
+import { StatusError } from '../../../src/core/status.js';
 import { decodeResourceMetrics } from '../../../src/metrics/decode.js';
 import { ParseError } from '../../../src/metrics/prometheus-text.js';
 import {

@@ -1,6 +1,6 @@
 // metav1.Condition and apimachinery's meta.SetStatusCondition: a status condition is
 // replaced by type, and its lastTransitionTime moves only when its status changes.
-import type { JsonSchema } from '../apiserver/types.js';
+import type { JsonSchema } from './types.js';
 
 export interface Condition {
   type: string;

@@ -5,7 +5,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type Koa from 'koa';
-import { badRequest, StatusError, unsupportedMediaType } from '../apiserver/status.js';
+import { badRequest, StatusError, unsupportedMediaType } from './status.js';
 
 /** The webhook default when ?timeout= is absent (admissionregistration v1 default). */
 const DEFAULT_TIMEOUT_MS = 10_000;

@@ -133,7 +133,7 @@ export interface Provider {
   snapshot(): Promise<Snapshot> | Snapshot;
   /**
    * Events strictly after `resourceVersion`, then live ones. Throws a Status 410 error
-   * (apiserver/status.ts `expired`/`gone`) when that version is too old to replay.
+   * (core/status.ts `expired`/`gone`) when that version is too old to replay.
    */
   subscribe?(
     resourceVersion: string,

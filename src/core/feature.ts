@@ -2,9 +2,9 @@
 // A feature declares what it serves (admission webhooks, CRD conversions, aggregated API
 // groups), how it
 // starts and stops, and when it is ready; the server mounts, registers and probes it.
-import { webhookPath, type Webhook } from '../admission/webhook.js';
-import type { GroupVersionDecl } from '../apiserver/types.js';
-import type { Conversion } from '../conversion/declare.js';
+import { webhookPath, type Webhook } from './webhook.js';
+import type { GroupVersionDecl } from './types.js';
+import type { Conversion } from './conversion.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../log.js';
 import { UserError } from '../errors.js';

@@ -1,10 +1,10 @@
 // Keeps an ObjectStore equal to a view of objects the API server holds: list, then watch
 // (re-listing on 410), mapping each object through `view` (undefined drops it). The
 // building block of a read-only aggregated resource computed from built-in ones.
-import { ObjectStore } from '../apiserver/object-store.js';
-import type { KubeObject } from '../apiserver/types.js';
-import type { KubeClient, Query } from './client.js';
-import { startWatch } from './reflector.js';
+import { ObjectStore } from './object-store.js';
+import type { KubeObject } from '../core/types.js';
+import type { KubeClient, Query } from '../kube/client.js';
+import { startWatch } from '../kube/reflector.js';
 
 export interface Mirror {
   /** True once the first list has been applied. */

@@ -1,8 +1,8 @@
 // Reading the objects a command is given: a file, or stdin for `-`.
 import { readFileSync } from 'node:fs';
-import { ObjectsError, parseObjects } from '../admission/defaults/index.js';
-import type { JsonObject } from '../admission/defaults/index.js';
-import { UserError } from '../errors.js';
+import { ObjectsError, parseObjects } from './index.js';
+import type { JsonObject } from './index.js';
+import { UserError } from '../../errors.js';
 
 export function readInput(file: string): string {
   try {

@@ -1,0 +1,55 @@
+// Reading AdmissionPolicies from files and folders and compiling them: the offline loader
+// `annex check`, `annex defaults` and the policy feature's `policy.directory` share.
+import { readdirSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { readObjects } from '../admission/defaults/input.js';
+import { UserError } from '../errors.js';
+import { compilePolicy, type CompiledPolicy } from './compile.js';
+import { PolicyCompileError } from './types.js';
+
+const MANIFEST = /\.(ya?ml|json)$/;
+
+/** Files named on the command line; a folder contributes its .yaml, .yml and .json files (not recursive, as kubectl -f). */
+export function expandPaths(paths: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const p of paths) {
+    if (p === '-') {
+      out.push(p);
+      continue;
+    }
+    let dir = false;
+    try {
+      dir = statSync(p).isDirectory();
+    } catch {
+      throw new UserError(`${p}: no such file or directory`);
+    }
+    if (!dir) {
+      out.push(p);
+      continue;
+    }
+    const files = readdirSync(p)
+      .filter((f) => MANIFEST.test(f))
+      .sort();
+    if (files.length === 0) throw new UserError(`${p}: no .yaml, .yml or .json file in the folder`);
+    out.push(...files.map((f) => join(p, f)));
+  }
+  return out;
+}
+
+export const label = (file: string) => (file === '-' ? 'stdin' : file);
+
+/** Every AdmissionPolicy in the files and folders, compiled; a bad one is a UserError naming its file. */
+export function loadPolicies(paths: readonly string[]): CompiledPolicy[] {
+  const policies: CompiledPolicy[] = [];
+  for (const file of expandPaths(paths)) {
+    for (const obj of readObjects(file, label(file))) {
+      try {
+        policies.push(compilePolicy(obj));
+      } catch (e) {
+        if (e instanceof PolicyCompileError) throw new UserError(`${label(file)}: ${e.message}`);
+        throw e;
+      }
+    }
+  }
+  return policies;
+}
