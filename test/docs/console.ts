@@ -78,16 +78,21 @@ export function allConsoleBlocks(repo: string): ConsoleBlock[] {
  * Leading indentation is kept: in YAML it is meaning.
  */
 export function normalise(line: string): string {
-  return line
-    .trimEnd()
-    .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>')
-    .replace(/"time":\d{10,}/g, '"time":<time>')
-    .replace(/\b\d{17}-[0-9a-f]{6}-\d+\b/g, '<event>')
-    .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g, '<uid>')
-    .replace(/\b127\.0\.0\.1:\d+/g, '127.0.0.1:<port>')
-    .replace(/(?<=^|[\s(])\d+(\.\d+)?(ms|s|m|h|d)(\d+(ms|s|m))?(?=[\s),]|$)/g, '<age>')
-    .replace(/\b\d+ ms\b/g, '<n> ms')
-    .replace(/(\S)[ \t]{2,}(?=\S)/g, '$1 ');
+  return (
+    line
+      .trimEnd()
+      .replace(/\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z/g, '<time>')
+      .replace(/"time":\d{10,}/g, '"time":<time>')
+      .replace(/\b\d{17}-[0-9a-f]{6}-\d+\b/g, '<event>')
+      .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g, '<uid>')
+      .replace(/\b127\.0\.0\.1:\d+/g, '127.0.0.1:<port>')
+      .replace(/(?<=^|[\s(])\d+(\.\d+)?(ms|s|m|h|d)(\d+(ms|s|m))?(?=[\s),]|$)/g, '<age>')
+      .replace(/\b\d+ ms\b/g, '<n> ms')
+      // A live measurement in JSON: its shape is the doc's, its numbers this machine's.
+      .replace(/"(cpu|memory)":"\d+(\.\d+)?[a-zA-Z]*"/g, '"$1":"<quantity>"')
+      .replace(/(?<=")\d+(\.\d+)?(ms|s|m|h)(?=")/g, '<age>')
+      .replace(/(\S)[ \t]{2,}(?=\S)/g, '$1 ')
+  );
 }
 
 /** `...` or `…` alone on a line (indented, or followed by a note): any run of lines, none included. */

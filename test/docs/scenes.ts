@@ -12,7 +12,7 @@ import {
   symlinkSync,
   writeFileSync,
 } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type ConfigOverrides } from '../../src/config/load.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
@@ -29,15 +29,27 @@ import {
   type TestAnnex,
 } from '../cluster/annex.js';
 import { cli } from '../cluster/cli.js';
-import {
-  cluster,
-  createNamespace,
-  kubectl,
-  kubectlOk,
-  waitForCondition,
-} from '../cluster/harness.js';
+import { freePort } from '../cluster/control-plane.js';
+import { prepareConversion } from './scene-conversion.js';
+import { cluster, createNamespace, kubectl, waitForCondition } from '../cluster/harness.js';
 
 const repo = join(import.meta.dirname, '..', '..');
+
+/** What a scene's own preparation sees and extends. */
+export interface SceneContext {
+  dir: string;
+  /** Where the commands run. */
+  cwd: string;
+  env: NodeJS.ProcessEnv;
+  /** The scene's namespace ('' for the CLI alone). */
+  ns: string;
+  /** Run in reverse order when the scene stops. */
+  cleanups: (() => Promise<unknown>)[];
+  /** What the run prints → what the doc shows: only what the scene itself chose. */
+  shown: [RegExp, string][];
+  /** What the doc's command says → what runs: only what the scene itself chose (a port). */
+  typed: [RegExp, string][];
+}
 
 export interface Scene {
   /** Runs one `$` line in bash; stdout and stderr interleaved as a terminal shows them. */
@@ -54,6 +66,14 @@ interface Setup {
   features?: () => Promise<Feature[]>;
   /** Policies of policies/ applied before the first command, and enforced. */
   policies?: string[];
+  /** Working directory under the scene's directory. */
+  cwd?: string;
+  /** What a scene needs beyond annex: its own files, processes and cleanups. */
+  prepare?: (ctx: SceneContext) => Promise<void>;
+  /** The scene works on the control plane (a namespace, a kubeconfig) without annex started. */
+  cluster?: boolean;
+  /** When a `command &` is ready (what it printed until then is its output). */
+  ready?: RegExp;
   /** Waits before a command the doc shows after a settled state (by the command's prefix). */
   before?: Record<string, () => Promise<void>>;
 }
@@ -98,6 +118,16 @@ export const SCENES: Record<string, Setup> = {
     files: 'demo',
     annex: { metrics: { enabled: false } } as ConfigOverrides,
   },
+  // README.md: `npm start` with no API server, serving this machine as one node.
+  standalone: { prepare: prepareStandalone },
+  // docs/conversion.md: CronTab's conversion webhook served by `annex serve --load`.
+  conversion: {
+    files: 'conversion',
+    cwd: 'crontab',
+    cluster: true,
+    prepare: prepareConversion,
+    ready: /annex is serving/,
+  },
   // The README's `annex demo --load dist/feature.js` of examples/pinned-images.
   'pinned-images': {
     annex: { metrics: { enabled: false } } as ConfigOverrides,
@@ -105,13 +135,14 @@ export const SCENES: Record<string, Setup> = {
   },
 };
 
-function bash(command: string, cwd: string, env: NodeJS.ProcessEnv): Promise<string> {
+/** Runs one command line in bash; stdout and stderr interleaved as a terminal shows them. */
+function bash(command: string, ctx: SceneContext): Promise<string> {
+  const child = spawn('bash', ['-c', `exec 2>&1; ${command}`], {
+    cwd: ctx.cwd,
+    env: ctx.env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   return new Promise((resolve, reject) => {
-    const child = spawn('bash', ['-c', `exec 2>&1; ${command}`], {
-      cwd,
-      env,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
     let out = '';
     child.stdout.on('data', (d) => (out += d));
     // A hang guard only: a command of a doc that runs for minutes is a failure in itself.
@@ -121,6 +152,36 @@ function bash(command: string, cwd: string, env: NodeJS.ProcessEnv): Promise<str
       clearTimeout(guard);
       resolve(out);
     });
+  });
+}
+
+/**
+ * `command &`: started and left running (stopped with the scene); what it printed until a
+ * line matches `ready` is its output, as a terminal shows it before the next prompt.
+ */
+export function background(command: string, ready: RegExp, ctx: SceneContext): Promise<string> {
+  const child = spawn('bash', ['-c', `exec 2>&1; exec ${command}`], {
+    cwd: ctx.cwd,
+    env: ctx.env,
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise((r) => child.once('close', r));
+  ctx.cleanups.push(async () => {
+    child.kill('SIGTERM');
+    await exited;
+  });
+  return new Promise((resolve) => {
+    let out = '';
+    const done = () => {
+      clearTimeout(guard);
+      resolve(out);
+    };
+    const guard = setTimeout(done, 60_000);
+    child.stdout.on('data', (d) => {
+      out += d;
+      if (ready.test(out)) done();
+    });
+    void exited.then(done);
   });
 }
 
@@ -145,48 +206,57 @@ export async function startScene(name: string): Promise<Scene> {
   for (const top of ['policies', 'test', 'examples']) symlinkSync(join(repo, top), join(dir, top));
   if (setup.files)
     cpSync(join(repo, 'test', 'docs', 'files', setup.files), dir, { recursive: true });
-  const env: NodeJS.ProcessEnv = {
-    ...process.env,
-    PATH: `${shims(dir)}:${process.env.PATH}`,
-    KUBECONFIG: '',
+  const ctx: SceneContext = {
+    dir,
+    cwd: join(dir, setup.cwd ?? ''),
+    env: { ...process.env, PATH: `${shims(dir)}:${process.env.PATH}`, KUBECONFIG: '' },
+    ns: '',
+    cleanups: [async () => rmSync(dir, { recursive: true })],
+    shown: [],
+    typed: [],
   };
-  const cleanups: (() => Promise<unknown>)[] = [async () => rmSync(dir, { recursive: true })];
+  mkdirSync(ctx.cwd, { recursive: true });
   const stop = async () => {
-    for (const c of cleanups.reverse()) await c().catch(() => undefined);
+    for (const c of ctx.cleanups.reverse()) await c().catch(() => undefined);
   };
-  // What differs from the doc only by the scene's own choice: its namespace is `default`.
-  let ns: string | undefined;
   try {
-    if (setup.annex) {
-      ns = await createNamespace('docs');
-      const kubeconfig = join(dir, '.kubeconfig');
-      cpSync(cluster!.adminKubeconfig, kubeconfig);
-      await kubectlOk([
-        '--kubeconfig',
-        kubeconfig,
-        'config',
-        'set-context',
-        '--current',
-        `--namespace=${ns}`,
-      ]);
-      env.KUBECONFIG = kubeconfig;
-      cleanups.push(() => kubectl(['delete', 'namespace', ns!, '--wait=false']));
-      await startAnnexIn(setup, ns, cleanups);
+    if (setup.annex || setup.cluster) {
+      // The scene's own namespace, which the doc shows as `default`.
+      ctx.ns = await createNamespace('docs');
+      ctx.cleanups.push(() => kubectl(['delete', 'namespace', ctx.ns, '--wait=false']));
+      ctx.env.KUBECONFIG = join(dir, '.kubeconfig');
+      cpSync(cluster!.adminKubeconfig, ctx.env.KUBECONFIG);
+      await bash(`kubectl config set-context --current --namespace=${ctx.ns}`, ctx);
+      ctx.shown.push([new RegExp(`\\b${ctx.ns}\\b`, 'g'), 'default']);
     }
+    if (setup.annex) await startAnnexIn(setup, ctx.ns, ctx.cleanups);
+    await setup.prepare?.(ctx);
   } catch (e) {
     await stop();
     throw e;
   }
-  const fromNs = ns ? new RegExp(`\\b${ns}\\b`, 'g') : null;
   return {
-    async run(command) {
+    async run(shownCommand) {
+      let command = shownCommand;
+      for (const [from, to] of ctx.typed) command = command.replace(from, to);
       for (const [prefix, wait] of Object.entries(setup.before ?? {}))
         if (command.startsWith(prefix)) await wait();
-      const out = await bash(command, dir, env);
-      return fromNs ? out.replace(fromNs, 'default') : out;
+      const bg = /^(.*?)\s*&\s*(#.*)?$/.exec(command);
+      let out = bg ? await background(bg[1]!, setup.ready ?? /\n/, ctx) : await bash(command, ctx);
+      for (const [from, to] of ctx.shown) out = out.replace(from, to);
+      return out;
     },
     stop,
   };
+}
+
+/** `npm start` (annex serve --policies, no API server) on a free port the doc shows as 8443. */
+async function prepareStandalone(ctx: SceneContext): Promise<void> {
+  const port = await freePort();
+  writeFileSync(join(ctx.cwd, 'annex.yaml'), `server: {port: ${port}}\n`);
+  await background('annex serve -c annex.yaml --policies', /annex is serving/, ctx);
+  ctx.typed.push([/127\.0\.0\.1:8443\b/g, `127.0.0.1:${port}`]);
+  ctx.shown.push([new RegExp(`"${hostname()}"`, 'g'), '"vm"']);
 }
 
 async function startAnnexIn(
