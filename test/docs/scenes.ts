@@ -113,6 +113,13 @@ export const SCENES: Record<string, Setup> = {
     } as ConfigOverrides,
     policies: ['workload-names'],
   },
+  // docs/admission-callers.md: `annex demo --policies` with host-network.yaml applied, and a
+  // review POSTed by hand (forged.json) with no client certificate.
+  callers: {
+    files: 'callers',
+    annex: { policy: { enabled: true }, metrics: { enabled: false } } as ConfigOverrides,
+    policies: ['host-network'],
+  },
   // `annex demo`: the built-in webhooks (metrics off: no node here to measure).
   demo: {
     files: 'demo',
@@ -229,7 +236,7 @@ export async function startScene(name: string): Promise<Scene> {
       await bash(`kubectl config set-context --current --namespace=${ctx.ns}`, ctx);
       ctx.shown.push([new RegExp(`\\b${ctx.ns}\\b`, 'g'), 'default']);
     }
-    if (setup.annex) await startAnnexIn(setup, ctx.ns, ctx.cleanups);
+    if (setup.annex) await startAnnexIn(setup, ctx);
     await setup.prepare?.(ctx);
   } catch (e) {
     await stop();
@@ -259,11 +266,8 @@ async function prepareStandalone(ctx: SceneContext): Promise<void> {
   ctx.shown.push([new RegExp(`"${hostname()}"`, 'g'), '"vm"']);
 }
 
-async function startAnnexIn(
-  setup: Setup,
-  ns: string,
-  cleanups: (() => Promise<unknown>)[],
-): Promise<void> {
+async function startAnnexIn(setup: Setup, ctx: SceneContext): Promise<void> {
+  const { ns, cleanups } = ctx;
   const policies = setup.annex!.policy?.enabled === true;
   if (policies) {
     await installPolicyCrd();
@@ -276,6 +280,8 @@ async function startAnnexIn(
   }
   const annex: TestAnnex = await startTestAnnex(setup.annex, (await setup.features?.()) ?? []);
   cleanups.push(() => annex.stop());
+  // A loopback URL in the doc is annex's, at the port the scene's annex listens on.
+  ctx.typed.push([/\b127\.0\.0\.1:\d+\b/g, `127.0.0.1:${annex.port}`]);
   await ensureAnnexService();
   // What `annex manifests` renders for its features; namespaced reviews from this scene only.
   const objs = renderObjects(declarationsOf(annex.annex.features), serviceRefOf(loadConfig({})));
