@@ -6,6 +6,7 @@ import { spawn } from 'node:child_process';
 import {
   chmodSync,
   cpSync,
+  existsSync,
   mkdirSync,
   mkdtempSync,
   rmSync,
@@ -47,6 +48,8 @@ export interface SceneContext {
   cleanups: (() => Promise<unknown>)[];
   /** What the run prints → what the doc shows: only what the scene itself chose. */
   shown: [RegExp, string][];
+  /** The port of the annex the scene started (0: none). */
+  port: number;
   /** What the doc's command says → what runs: only what the scene itself chose (a port). */
   typed: [RegExp, string][];
 }
@@ -75,7 +78,7 @@ interface Setup {
   /** When a `command &` is ready (what it printed until then is its output). */
   ready?: RegExp;
   /** Waits before a command the doc shows after a settled state (by the command's prefix). */
-  before?: Record<string, () => Promise<void>>;
+  before?: Record<string, (ctx: SceneContext) => Promise<void>>;
 }
 
 const enforced = (names: string[]) => () =>
@@ -126,7 +129,18 @@ export const SCENES: Record<string, Setup> = {
     annex: { metrics: { enabled: false } } as ConfigOverrides,
   },
   // README.md: `npm start` with no API server, serving this machine as one node.
-  standalone: { prepare: prepareStandalone },
+  standalone: {
+    prepare: prepareStandalone,
+    // The first NodeMetrics needs two samples of this machine, a window apart.
+    before: {
+      'curl -s --cacert certs/ca.crt https://127.0.0.1:8443/apis/metrics.annex.dev': (ctx) =>
+        until(
+          `curl -s --cacert certs/ca.crt https://127.0.0.1:${ctx.port}/apis/metrics.annex.dev/v1beta1/nodes`,
+          (out) => out.includes('"items":[{'),
+          ctx,
+        ),
+    },
+  },
   // docs/conversion.md: CronTab's conversion webhook served by `annex serve --load`.
   conversion: {
     files: 'conversion',
@@ -192,6 +206,11 @@ export function background(command: string, ready: RegExp, ctx: SceneContext): P
   });
 }
 
+function which(cmd: string): string {
+  const dir = (process.env.PATH ?? '').split(':').find((d) => existsSync(join(d, cmd)));
+  return dir ? join(dir, cmd) : cmd;
+}
+
 /** A bin directory putting the scene's kubectl and the built annex first on $PATH. */
 function shims(dir: string): string {
   const bin = join(dir, '.bin');
@@ -202,9 +221,15 @@ function shims(dir: string): string {
   };
   write('annex', `exec "${process.execPath}" "${cli}" "$@"`);
   write('npx', `if [ "$1" = annex ]; then shift; exec annex "$@"; fi\nexec npx "$@"`);
+  // curl shows no progress meter when the body goes to a terminal; here it goes to a pipe.
+  write('curl', `exec "${which('curl')}" --no-progress-meter "$@"`);
   if (cluster) write('kubectl', `exec "${cluster.kubectl}" "$@"`);
   return bin;
 }
+
+/** Whether a scene needs the test control plane (the others run without Go too). */
+export const needsCluster = (name: string): boolean =>
+  !!(SCENES[name]?.annex || SCENES[name]?.cluster);
 
 export async function startScene(name: string): Promise<Scene> {
   const setup = SCENES[name];
@@ -221,6 +246,7 @@ export async function startScene(name: string): Promise<Scene> {
     cleanups: [async () => rmSync(dir, { recursive: true })],
     shown: [],
     typed: [],
+    port: 0,
   };
   mkdirSync(ctx.cwd, { recursive: true });
   const stop = async () => {
@@ -247,7 +273,7 @@ export async function startScene(name: string): Promise<Scene> {
       let command = shownCommand;
       for (const [from, to] of ctx.typed) command = command.replace(from, to);
       for (const [prefix, wait] of Object.entries(setup.before ?? {}))
-        if (command.startsWith(prefix)) await wait();
+        if (shownCommand.startsWith(prefix)) await wait(ctx);
       const bg = /^(.*?)\s*&\s*(#.*)?$/.exec(command);
       let out = bg ? await background(bg[1]!, setup.ready ?? /\n/, ctx) : await bash(command, ctx);
       for (const [from, to] of ctx.shown) out = out.replace(from, to);
@@ -257,11 +283,22 @@ export async function startScene(name: string): Promise<Scene> {
   };
 }
 
+/** Runs a command until what it prints satisfies `done` (a hang guard of 60 s). */
+async function until(command: string, done: (out: string) => boolean, ctx: SceneContext) {
+  const deadline = Date.now() + 60_000;
+  let out = '';
+  while (!done((out = await bash(command, ctx)))) {
+    if (Date.now() > deadline) throw new Error(`${command}: still ${out}`);
+    await new Promise((r) => setTimeout(r, 200));
+  }
+}
+
 /** `npm start` (annex serve --policies, no API server) on a free port the doc shows as 8443. */
 async function prepareStandalone(ctx: SceneContext): Promise<void> {
   const port = await freePort();
   writeFileSync(join(ctx.cwd, 'annex.yaml'), `server: {port: ${port}}\n`);
   await background('annex serve -c annex.yaml --policies', /annex is serving/, ctx);
+  ctx.port = port;
   ctx.typed.push([/127\.0\.0\.1:8443\b/g, `127.0.0.1:${port}`]);
   ctx.shown.push([new RegExp(`"${hostname()}"`, 'g'), '"vm"']);
 }
@@ -280,6 +317,7 @@ async function startAnnexIn(setup: Setup, ctx: SceneContext): Promise<void> {
   }
   const annex: TestAnnex = await startTestAnnex(setup.annex, (await setup.features?.()) ?? []);
   cleanups.push(() => annex.stop());
+  ctx.port = annex.port;
   // A loopback URL in the doc is annex's, at the port the scene's annex listens on.
   ctx.typed.push([/\b127\.0\.0\.1:\d+\b/g, `127.0.0.1:${annex.port}`]);
   await ensureAnnexService();

@@ -14,7 +14,7 @@ import {
   replaceBodies,
   type ConsoleBlock,
 } from '../docs/console.js';
-import { startScene, type Scene } from '../docs/scenes.js';
+import { needsCluster, startScene, type Scene } from '../docs/scenes.js';
 import { describeCluster } from '../cluster/harness.js';
 
 const repo = join(import.meta.dirname, '..', '..');
@@ -29,7 +29,7 @@ for (const b of allConsoleBlocks(repo)) {
 /** Re-recorded bodies, per page, written once every scene ran. */
 const rewrites = new Map<string, Map<number, string[]>>();
 
-describeCluster('console blocks of the docs, as the code prints them', () => {
+describe('console blocks of the docs, as the code prints them', () => {
   afterAll(() => {
     for (const [file, bodies] of rewrites) {
       const path = join(repo, file);
@@ -39,7 +39,7 @@ describeCluster('console blocks of the docs, as the code prints them', () => {
   });
 
   for (const [name, blocks] of byScene) {
-    describe(`scene ${name}`, () => {
+    (needsCluster(name) ? describeCluster : describe)(`scene ${name}`, () => {
       let scene: Scene;
       beforeAll(async () => {
         scene = await startScene(name);
