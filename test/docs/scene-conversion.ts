@@ -25,7 +25,7 @@ export async function prepareConversion(ctx: SceneContext): Promise<void> {
 
   const app = ctx.cwd;
   mkdirSync(join(app, 'node_modules'), { recursive: true });
-  for (const f of ['feature.ts', 'tsconfig.json'])
+  for (const f of ['feature.ts', 'tsconfig.json', 'package.json'])
     cpSync(join(repo, 'examples', 'crontab', f), join(app, f));
   // `npm install ../annex` as the example's package.json says, without a copy.
   symlinkSync(repo, join(app, 'node_modules', 'annex'));

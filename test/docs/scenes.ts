@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import { loadConfig, type ConfigOverrides } from '../../src/config/load.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
 import type { Feature } from '../../src/server/feature.js';
+import { loadFeatureModules } from '../../src/server/load-features.js';
 import { POLICY_LABEL } from '../../src/policy/cel/index.js';
 import {
   applyObjects,
@@ -77,6 +78,11 @@ interface Setup {
   cluster?: boolean;
   /** When a `command &` is ready (what it printed until then is its output). */
   ready?: RegExp;
+  /**
+   * A dry run that answers `until` once the API server uses the scene's webhooks and
+   * policies: it applies new configurations a moment after storing them.
+   */
+  settled?: { command: string; until: RegExp };
   /** Waits before a command the doc shows after a settled state (by the command's prefix). */
   before?: Record<string, (ctx: SceneContext) => Promise<void>>;
 }
@@ -103,7 +109,16 @@ export const SCENES: Record<string, Setup> = {
   policies: {
     files: 'policies',
     annex: { policy: { enabled: true }, metrics: { enabled: false } } as ConfigOverrides,
-    before: { 'kubectl get admissionpolicies': enforced(DEMO_POLICIES) },
+    before: {
+      'kubectl get admissionpolicies': enforced(DEMO_POLICIES),
+      // The native policies are in force once the API server denies with them.
+      'kubectl apply -f web.yaml': (ctx) =>
+        until(
+          'kubectl create deployment probe.x --image=nginx --dry-run=server',
+          (out) => /annex-workload-names/.test(out) && /annex-app-name-label/.test(out),
+          ctx,
+        ),
+    },
   },
   // AdmissionPolicies alone (no built-in webhooks), workload-names applied: the API server's
   // own wording for a native policy.
@@ -115,6 +130,10 @@ export const SCENES: Record<string, Setup> = {
       admission: { names: { enabled: false }, defaults: { enabled: false } },
     } as ConfigOverrides,
     policies: ['workload-names'],
+    settled: {
+      command: 'kubectl create deployment probe.x --image=nginx:1.27 --dry-run=server',
+      until: /annex-workload-names/,
+    },
   },
   // docs/admission-callers.md: `annex demo --policies` with host-network.yaml applied, and a
   // review POSTed by hand (forged.json) with no client certificate.
@@ -122,11 +141,20 @@ export const SCENES: Record<string, Setup> = {
     files: 'callers',
     annex: { policy: { enabled: true }, metrics: { enabled: false } } as ConfigOverrides,
     policies: ['host-network'],
+    settled: {
+      command: 'kubectl run probe --image=nginx:1.27 --dry-run=server',
+      until: /defaulted/,
+    },
   },
   // `annex demo`: the built-in webhooks (metrics off: no node here to measure).
   demo: {
     files: 'demo',
     annex: { metrics: { enabled: false } } as ConfigOverrides,
+    settled: {
+      command:
+        'kubectl run probe --image=nginx:1.27 --dry-run=server; kubectl create deployment probe.x --image=nginx:1.27 --dry-run=server',
+      until: /defaulted[\s\S]*names\.annex\.dev/,
+    },
   },
   // README.md: `npm start` with no API server, serving this machine as one node.
   standalone: {
@@ -152,7 +180,11 @@ export const SCENES: Record<string, Setup> = {
   // The README's `annex demo --load dist/feature.js` of examples/pinned-images.
   'pinned-images': {
     annex: { metrics: { enabled: false } } as ConfigOverrides,
-    features: async () => [(await import('../../examples/pinned-images/feature.js')).default],
+    features: () => loadFeatureModules([join(repo, 'examples', 'pinned-images', 'feature.ts')]),
+    settled: {
+      command: 'kubectl run probe --image=nginx --dry-run=server',
+      until: /must be pinned/,
+    },
   },
 };
 
@@ -264,6 +296,8 @@ export async function startScene(name: string): Promise<Scene> {
     }
     if (setup.annex) await startAnnexIn(setup, ctx);
     await setup.prepare?.(ctx);
+    const settled = setup.settled;
+    if (settled) await until(settled.command, (out) => settled.until.test(out), ctx);
   } catch (e) {
     await stop();
     throw e;
