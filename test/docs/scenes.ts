@@ -17,7 +17,7 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig, type ConfigOverrides } from '../../src/config/load.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../../src/manifests/render.js';
-import type { Feature } from '../../src/server/feature.js';
+import type { Feature } from '../../src/core/feature.js';
 import { loadFeatureModules } from '../../src/server/load-features.js';
 import { POLICY_LABEL } from '../../src/policy/cel/index.js';
 import {
