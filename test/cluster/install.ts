@@ -64,6 +64,8 @@ export interface InstalledPod {
   /** The Deployment and the configuration (annex.yaml of its ConfigMap) as installed. */
   deployment: any;
   installedConfig: any;
+  /** What the Pod runs with: the installed configuration plus the overrides. */
+  config: any;
 }
 
 /**
@@ -138,5 +140,5 @@ export async function installAsPod(o: {
     configYaml: stringify(config),
   });
   const code = await installed;
-  return { pod, code, out, outBeforePod, deployment, installedConfig };
+  return { pod, code, out, outBeforePod, deployment, installedConfig, config };
 }
