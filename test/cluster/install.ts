@@ -33,17 +33,26 @@ export function machineOverrides(
       c.webhookClientCaFile,
       'no kubelet mounts the ConfigMap annex-admission-client-ca: the file it would hold',
     ],
-    o.kubelets === 'none'
-      ? [
-          'metrics',
-          { source: 'local', scrapeIntervalSeconds: 1, localNamespace: o.namespace },
-          'no kubelets to scrape on this control plane',
-        ]
-      : [
-          'metrics.scrapeIntervalSeconds',
-          1,
-          'no real kubelet: test kubelets (test/cluster/kubelet.ts, HTTPS on 127.0.0.1) back the Node objects and step their clock per scrape; 1 s, not 15, so the two samples CPU needs come quickly',
-        ],
+    ...(o.kubelets === 'none'
+      ? ([
+          [
+            'metrics',
+            { source: 'local', scrapeIntervalSeconds: 1, localNamespace: o.namespace },
+            'no kubelets to scrape on this control plane',
+          ],
+        ] as Override[])
+      : ([
+          [
+            'metrics.scrapeIntervalSeconds',
+            2,
+            'no real kubelet: test kubelets (test/cluster/kubelet.ts, HTTPS on 127.0.0.1) back the Node objects and step their clock per scrape; 2 s, not 15, so the two samples CPU needs come quickly',
+          ],
+          [
+            'metrics.kubelet.timeoutSeconds',
+            1.5,
+            'a scrape must end within 0.9 of the shorter interval (the test kubelets answer at once)',
+          ],
+        ] as Override[])),
   ];
 }
 
@@ -139,6 +148,13 @@ export async function installAsPod(o: {
     serviceAccount: 'annex',
     configYaml: stringify(config),
   });
-  const code = await installed;
+  // annex exiting (a feature that failed to start) ends install's wait at once.
+  const code = await Promise.race([
+    installed,
+    pod.exited.then(() => {
+      install.kill();
+      return installed;
+    }),
+  ]);
   return { pod, code, out, outBeforePod, deployment, installedConfig, config };
 }

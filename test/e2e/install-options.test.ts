@@ -20,10 +20,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { parseDocument, stringify } from 'yaml';
+import { parse, parseAllDocuments, parseDocument, stringify } from 'yaml';
 import { ControlPlane, freePort, type ClusterInfo } from '../cluster/control-plane.js';
 import { describeCluster, kubectl, type RunResult } from '../cluster/harness.js';
-import { installAsPod, machineOverrides } from '../cluster/install.js';
+import { installAsPod, machineOverrides, setPath } from '../cluster/install.js';
 import {
   eventually,
   startFakeMetricsCluster,
@@ -164,19 +164,46 @@ describeCluster(
             pods: [fakePod('cart-0', 1, 512 * Mi)],
           },
         ],
-        1000,
+        2000,
         { kubeconfig: c.adminKubeconfig },
       );
 
       const port = await freePort();
+      const overrides = machineOverrides(c, { port, namespace: NS, kubelets: 'test-kubelets' });
+      // The conversion's CRD first, as docs/conversion.md does before annex serves (annex
+      // injects its CA at start): `annex manifests -c annex.yaml | kubectl apply -f -`, with
+      // the configuration annex will run with. Only the CRD and its injector RBAC: the rest
+      // are the registrations the installed annex applies itself once ready
+      // (registration.apply); applied now, they would send requests to an annex not yet there.
+      const runs = parse(readFileSync(file, 'utf8'));
+      for (const [path, value] of overrides) setPath(runs, path, value);
+      writeFileSync(join(pkg, 'annex.yaml'), stringify(runs));
+      const conversion = parseAllDocuments(annex(['manifests', '-c', 'annex.yaml']))
+        .map((d) => d.toJSON())
+        .filter(
+          (o) =>
+            o.metadata.name === 'crontabs.example.com' ||
+            o.metadata.name === 'annex:crd-ca-injector',
+        );
+      expect(conversion.map((o) => o.kind)).toEqual([
+        'CustomResourceDefinition',
+        'ClusterRole',
+        'ClusterRoleBinding',
+      ]);
+      await k(
+        ['apply', '-f', '-'],
+        JSON.stringify({ apiVersion: 'v1', kind: 'List', items: conversion }),
+      );
+
       const installed = await installAsPod({
         cluster: c,
         namespace: NS,
         image: 'localhost/annex:test',
         cli: pkgCli,
-        overrides: machineOverrides(c, { port, namespace: NS, kubelets: 'test-kubelets' }),
+        overrides,
       });
       pod = installed.pod;
+      expect(installed.config).toEqual(runs);
       expect([installed.code, installed.out], pod.output()).toEqual([
         0,
         expect.stringContaining('registered by annex'),
@@ -186,10 +213,6 @@ describeCluster(
         'apiservice/v1beta1.external.metrics.k8s.io',
       ])
         expect(installed.out).toMatch(new RegExp(`^registered by annex: .*${name}`, 'm'));
-      // The conversion's CRD as docs/conversion.md applies it: `annex manifests -c annex.yaml
-      // | kubectl apply -f -`, with the configuration annex runs with.
-      writeFileSync(join(pkg, 'annex.yaml'), stringify(installed.config));
-      await k(['apply', '-f', '-'], annex(['manifests', '-c', 'annex.yaml']));
       console.error(`install-options e2e: set up in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
     }, 180_000);
 
