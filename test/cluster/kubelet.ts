@@ -278,24 +278,30 @@ export interface FakeMetricsCluster {
 export async function startFakeMetricsCluster(
   nodes: FakeNode[],
   stepMs: number,
+  /** Who creates the Node and Pod objects (default: the shared control plane's admin). */
+  as?: Identity,
 ): Promise<FakeMetricsCluster> {
+  const opt = as ? { as } : {};
   const ca = await kubeletCa();
   const kubelets = new Map<string, TestKubelet>();
   const stop = async () => {
     for (const kl of kubelets.values()) await kl.close();
     for (const n of nodes) {
-      await kubectl(['delete', 'node', n.name, '--ignore-not-found', '--wait=false']);
+      await kubectl(['delete', 'node', n.name, '--ignore-not-found', '--wait=false'], opt);
       for (const p of n.pods) {
-        await kubectl([
-          'delete',
-          'pod',
-          p.name,
-          '-n',
-          p.namespace,
-          '--ignore-not-found',
-          '--grace-period=0',
-          '--force',
-        ]);
+        await kubectl(
+          [
+            'delete',
+            'pod',
+            p.name,
+            '-n',
+            p.namespace,
+            '--ignore-not-found',
+            '--grace-period=0',
+            '--force',
+          ],
+          opt,
+        );
       }
     }
     ca.remove();
@@ -304,8 +310,8 @@ export async function startFakeMetricsCluster(
     for (const n of nodes) {
       const kl = await TestKubelet.start({ ca: ca.ca, node: n.usage, pods: n.pods, stepMs });
       kubelets.set(n.name, kl);
-      await createNode(n.name, kl.port, n.allocatable);
-      for (const p of n.pods) await createRunningPod(p, n.name);
+      await createNode(n.name, kl.port, n.allocatable, as);
+      for (const p of n.pods) await createRunningPod(p, n.name, as);
     }
   } catch (e) {
     await stop();

@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { cli } from './cli.js';
-import { cluster, kubectlOk } from './harness.js';
+import { cluster, kubectlOk, type ClusterInfo } from './harness.js';
 
 export interface AnnexPod {
   proc: ChildProcess;
@@ -34,11 +34,18 @@ export async function startAnnexPod(opts: {
   /** Extra `annex serve` arguments (e.g. --port, --host). */
   args?: string[];
   env?: Record<string, string>;
+  /** The control plane (default: the shared one of global setup). */
+  cluster?: ClusterInfo;
+  /** The CLI to run (default: this checkout's dist/cli/main.js). */
+  cli?: string;
 }): Promise<AnnexPod> {
-  const c = cluster!;
+  const c = opts.cluster ?? cluster!;
   const dir = mkdtempSync(join(tmpdir(), 'annex-pod-'));
   const token = (
-    await kubectlOk(['create', 'token', opts.serviceAccount, '-n', opts.namespace, '--duration=1h'])
+    await kubectlOk(
+      ['create', 'token', opts.serviceAccount, '-n', opts.namespace, '--duration=1h'],
+      { as: { kubeconfig: c.adminKubeconfig } },
+    )
   ).trim();
   writeFileSync(join(dir, 'token'), token);
   writeFileSync(join(dir, 'namespace'), opts.namespace);
@@ -62,7 +69,7 @@ export async function startAnnexPod(opts: {
         PATH: process.env.PATH ?? '/usr/bin:/bin',
         POD_DIR: dir,
         NODE: process.execPath,
-        CLI: cli,
+        CLI: opts.cli ?? cli,
         KUBERNETES_SERVICE_HOST: url.hostname,
         KUBERNETES_SERVICE_PORT: url.port,
         ...opts.env,

@@ -4,14 +4,13 @@
 // app.kubernetes.io/name=annex behind. No controller-manager runs here: there is no
 // Deployment controller (the test starts the "pod" itself) and no namespace controller
 // (the test finalizes the emptied namespace, as that controller would).
-import { spawn } from 'node:child_process';
 import { get as httpsGet } from 'node:https';
 import { afterAll, expect, it } from 'vitest';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse, parseAllDocuments, stringify } from 'yaml';
+import { parseAllDocuments } from 'yaml';
 import { freePort } from '../cluster/control-plane.js';
-import { cli, runCli, expectOneLineError } from '../cluster/cli.js';
+import { runCli, expectOneLineError } from '../cluster/cli.js';
 import {
   createNamespace,
   describeCluster,
@@ -20,7 +19,8 @@ import {
   kubectlOk,
   waitForCondition,
 } from '../cluster/harness.js';
-import { canRunAsPod, eventually, startAnnexPod, type AnnexPod } from '../cluster/pod.js';
+import { installAsPod, machineOverrides } from '../cluster/install.js';
+import { canRunAsPod, eventually, type AnnexPod } from '../cluster/pod.js';
 
 const NS = 'annex-it';
 const ROOT = join(import.meta.dirname, '..', '..');
@@ -59,89 +59,26 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
     'installs, registers once ready, acts, and uninstalls without leftovers',
     async () => {
       const port = await freePort();
-      const install = spawn(
-        process.execPath,
-        [
-          cli,
-          'install',
-          '--kubeconfig',
-          c.adminKubeconfig,
-          '-n',
-          NS,
-          '--image',
-          'localhost/annex:test',
-          '--wait',
-          '90',
-        ],
-        { env: { ...process.env, KUBECONFIG: '' } },
-      );
-      let out = '';
-      install.stdout.on('data', (d) => (out += d));
-      install.stderr.on('data', (d) => (out += d));
-      const installed = new Promise<number | null>((r) => install.on('exit', r));
-
-      // What the Deployment controller and kubelet would do: once the Deployment exists,
-      // run its container. The API server reaches it through an ExternalName Service
-      // (nothing may leave loopback), on the port annex registers.
-      await eventually(
-        async () => (await kubectl(['-n', NS, 'get', 'deployment', 'annex'])).code === 0,
-        30_000,
-        'the Deployment',
-      );
-      expect(out).not.toContain('registered by annex');
-      const deploy = JSON.parse(
-        await kubectlOk(['-n', NS, 'get', 'deployment', 'annex', '-o', 'json']),
-      );
-      expect(deploy.spec.template.spec.containers[0].image).toBe('localhost/annex:test');
-      await kubectlOk(['-n', NS, 'delete', 'service', 'annex']);
-      await kubectlOk([
-        '-n',
-        NS,
-        'create',
-        'service',
-        'externalname',
-        'annex',
-        '--external-name=localhost',
-      ]);
-      const cmName = deploy.spec.template.spec.volumes.find((v: any) => v.name === 'config')
-        .configMap.name;
-      const cm = JSON.parse(await kubectlOk(['-n', NS, 'get', 'configmap', cmName, '-o', 'json']));
-      const config = parse(cm.data['annex.yaml']);
-      expect(config.registration.apply).toBe(true);
-      expect(config.tls.namespace).toBe(NS);
-      // What this machine forces on the shipped configuration, each for a reason; the rest
-      // (registration.apply, policy with native enforcement, scaling, the shared CA) as shipped.
-      const overrides: [string, unknown, string][] = [
-        [
-          'metrics',
-          { source: 'local', scrapeIntervalSeconds: 1, localNamespace: NS },
-          'no kubelets to scrape on this control plane',
-        ],
-        ['server.shutdownDelaySeconds', 1, 'a short drain, so the test ends sooner'],
-        [
-          'admission.clientCA',
-          c.webhookClientCaFile,
-          'no kubelet mounts the ConfigMap annex-admission-client-ca: the file it would hold',
-        ],
-      ];
-      for (const [path, value] of overrides) {
-        const keys = path.split('.');
-        const last = keys.pop()!;
-        keys.reduce((o, k) => (o[k] ??= {}), config)[last] = value;
-      }
-      pod = await startAnnexPod({
+      const { pod: started, ...install } = await installAsPod({
+        cluster: c,
         namespace: NS,
-        serviceAccount: 'annex',
-        configYaml: stringify(config),
-        args: ['--host', '127.0.0.1', '--port', String(port)],
+        image: 'localhost/annex:test',
+        // The rest (registration.apply, policy with native enforcement, scaling, the shared
+        // CA) as shipped.
+        overrides: machineOverrides(c, { port, namespace: NS, kubelets: 'none' }),
       });
-
-      const code = await installed;
-      expect([code, out], pod.output()).toEqual([
+      pod = started;
+      expect(install.outBeforePod).not.toContain('registered by annex');
+      expect(install.deployment.spec.template.spec.containers[0].image).toBe(
+        'localhost/annex:test',
+      );
+      expect(install.installedConfig.registration.apply).toBe(true);
+      expect(install.installedConfig.tls.namespace).toBe(NS);
+      expect([install.code, install.out], pod.output()).toEqual([
         0,
         expect.stringContaining('registered by annex'),
       ]);
-      expect(out).toMatch(
+      expect(install.out).toMatch(
         /^waiting for annex to become ready and register .*validatingwebhookconfiguration\/annex-names[,\n]/m,
       );
       const hook = JSON.parse(
