@@ -73,7 +73,7 @@ export async function startAnnex(
   const kube = connectKube(config.kube);
   // Every write annex makes to the API server goes through this one queue (kube/workqueue.ts).
   const queue = new WorkQueue();
-  const shared = await sharedCertificates(config, kube, log);
+  const shared = await sharedCertificates(config, kube, queue, log);
   if (!shared) await prepareCertificates(config.tls, log);
   let serving: ServingMaterial;
   try {
@@ -367,6 +367,7 @@ function caInjector(config: Config, kube: ReturnType<typeof connectKube>, log: L
 async function sharedCertificates(
   config: Config,
   kube: ReturnType<typeof connectKube>,
+  queue: WorkQueue,
   log: Logger,
 ): Promise<SharedCertificates | null> {
   const t = config.tls;
@@ -386,6 +387,7 @@ async function sharedCertificates(
       ipAddresses: t.ipAddresses,
       syncIntervalMs: t.syncIntervalSeconds * 1000,
       overlapMs: t.overlapSeconds * 1000,
+      queue,
       log: log.child({ component: 'shared-certs' }),
     });
   } catch (e) {

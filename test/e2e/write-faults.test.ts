@@ -17,6 +17,7 @@ const EVENTS_NS = 'write-faults-events';
 const USER = 'jane'; // user.kubeconfig's user: annex runs as it
 const WRITES = 'write-faults-writes';
 const CA_WRITES = 'write-faults-ca';
+const CEL_WRITES = 'write-faults-cel';
 const CA_SECRET = 'annex-tls';
 const CA_SYNC_S = 2;
 /** Seconds: backoff caps at 30 s, so a generous bound a loaded machine cannot miss. */
@@ -124,6 +125,7 @@ describeCluster('write faults (own control plane)', (shared) => {
   });
   const writesBinding = binding(WRITES);
   const caBinding = binding(CA_WRITES);
+  const celBinding = binding(CEL_WRITES);
   const rbac = [
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -184,19 +186,31 @@ describeCluster('write faults (own control plane)', (shared) => {
       ],
     },
     caBinding,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: CEL_WRITES },
+      rules: [
+        {
+          apiGroups: ['admissionregistration.k8s.io'],
+          resources: [
+            'validatingadmissionpolicies',
+            'validatingadmissionpolicybindings',
+            'mutatingadmissionpolicies',
+            'mutatingadmissionpolicybindings',
+          ],
+          verbs: ['patch'],
+        },
+      ],
+    },
+    celBinding,
   ];
 
-  beforeAll(async () => {
-    const t0 = Date.now();
-    c = await cp.start(() => {});
-    await k(['create', 'namespace', NS]);
-    await k(['create', 'namespace', EVENTS_NS]);
-    await wire.applyObjects(run, rbac);
-    await wire.applyObjects(run, wire.repoManifest('manifests/crds/admissionpolicies.yaml'));
-    await wire.ensureAnnexService(run);
-    const logs = new PassThrough();
-    logs.on('data', (d: Buffer) => (logText += d.toString()));
-    annex = await startTestAnnex(
+  const logs = new PassThrough();
+  logs.on('data', (d: Buffer) => (logText += d.toString()));
+  /** annex as `jane`; `native`: the policies CEL can express go to the API server (policy.native). */
+  const startAnnex = async (native: boolean) =>
+    startTestAnnex(
       {
         server: { port: await freePort() },
         // One CA in a Secret, kept by the Lease holder; a rotation stays in `publishing`.
@@ -208,12 +222,22 @@ describeCluster('write faults (own control plane)', (shared) => {
           clientCA: c.webhookClientCaFile,
         } as never,
         metrics: { enabled: false } as never,
-        policy: { enabled: true, events: true, native: false } as never,
+        policy: { enabled: true, events: true, native } as never,
         registration: { apply: true } as never,
       },
       [],
       { log: createLogger('info', logs) },
     );
+
+  beforeAll(async () => {
+    const t0 = Date.now();
+    c = await cp.start(() => {});
+    await k(['create', 'namespace', NS]);
+    await k(['create', 'namespace', EVENTS_NS]);
+    await wire.applyObjects(run, rbac);
+    await wire.applyObjects(run, wire.repoManifest('manifests/crds/admissionpolicies.yaml'));
+    await wire.ensureAnnexService(run);
+    annex = await startAnnex(false);
     await poll('annex-policies registered', async () => {
       await getJson(['validatingwebhookconfiguration', 'annex-policies']);
       return true;
@@ -371,5 +395,59 @@ describeCluster('write faults (own control plane)', (shared) => {
       `403 on the CA Secret/Lease lifted; after the binding was back (polled every ${CA_SYNC_S} s): ${show(times)}`,
     );
     expect(times['phase publishing']).toBeLessThan(BOUND_MS);
+  });
+
+  // A VAP cannot stage a 422 here: the API server exempts ValidatingAdmissionPolicies and
+  // their bindings from admission (IsExemptAdmissionConfigurationResource), and annex's
+  // server-side apply with force=true sends no resourceVersion and takes fields from any other
+  // manager, so no 409 either. What can fail is the permission (403) and the API server.
+  it('403 on the CEL objects of a native policy: they hold once the permission is back', async () => {
+    await annex.stop();
+    await k(['delete', 'clusterrolebinding', CEL_WRITES]);
+    const from = logText.length;
+    annex = await startAnnex(true);
+    const name = 'cel';
+    await applyPolicy({
+      apiVersion: 'policy.annex.dev/v1alpha1',
+      kind: 'AdmissionPolicy',
+      metadata: { name },
+      spec: {
+        match: { kinds: ['ConfigMap'], namespaces: [NS] },
+        actions: ['Deny'],
+        validate: [{ name: 'dns-label', path: '$.metadata.name', nameRule: 'dns1123Label' }],
+      },
+    });
+    const celRefused = () =>
+      logText
+        .slice(from)
+        .split('\n')
+        .filter(
+          (l) =>
+            l.includes('cannot apply the policies compiled to CEL; retrying') &&
+            l.includes(': 403 Forbidden'),
+        );
+    await poll('CEL objects refused with 403', async () => celRefused().length > 0);
+    const vapHeld = async () => {
+      const r = await kubectl(['get', 'validatingadmissionpolicy', `annex-${name}`], {
+        as: { kubeconfig: c.adminKubeconfig },
+      });
+      return r.code === 0;
+    };
+    expect(await vapHeld()).toBe(false);
+    expect(await enforced(name)).toBe(false);
+    // Long enough for the backoff to grow past its first steps.
+    await new Promise((r) => setTimeout(r, 5000));
+    const attempts = celRefused().length;
+    await wire.applyObjects(run, [celBinding]);
+    const t0 = Date.now();
+    const times = await recoveries(t0, {
+      [`ValidatingAdmissionPolicy annex-${name}`]: vapHeld,
+      'Enforced=True': () => enforced(name),
+    });
+    report(
+      `recovery: 403 on the CEL objects lifted after ${attempts} refused attempts; after the binding was back: ${show(times)}`,
+    );
+    console.log(`recovery: CEL objects (403) ${Math.max(...Object.values(times))} ms`);
+    expect(Math.max(...Object.values(times))).toBeLessThan(BOUND_MS);
   });
 });
