@@ -7,7 +7,10 @@ import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ControlPlane, freePort, type ClusterInfo } from '../../src/devcluster/control-plane.js';
 import * as wire from '../../src/devcluster/wire.js';
+import { allow } from '../../src/admission/verdict.js';
+import { validatingWebhook } from '../../src/admission/webhook.js';
 import { createLogger } from '../../src/log.js';
+import type { Feature } from '../../src/server/feature.js';
 import { startTestAnnex, type TestAnnex } from '../cluster/annex.js';
 import { until } from '../cluster/direct.js';
 import { describeCluster, kubectl } from '../cluster/harness.js';
@@ -206,6 +209,51 @@ describeCluster('write faults (own control plane)', (shared) => {
     celBinding,
   ];
 
+  // A 409 as the API server makes one: while annex's PUT of the CA Secret (with the
+  // resourceVersion it read) is in admission, another writer updates the Secret; the PUT's
+  // storage update then finds a newer object and answers 409 Conflict. Armed once.
+  let conflictArmed = false;
+  let conflicts = 0;
+  const conflictFeature: Feature = {
+    name: 'conflict',
+    webhooks: [
+      validatingWebhook({
+        name: 'conflict.write-faults.annex.dev',
+        rules: [
+          {
+            apiGroups: [''],
+            apiVersions: ['v1'],
+            operations: ['UPDATE'],
+            resources: ['secrets'],
+            scope: 'Namespaced',
+          },
+        ],
+        // Only annex's namespace, which annex's webhooks leave out by default (it is safe
+        // here: failurePolicy Ignore, and only this test's Secret is acted on).
+        namespaceSelector: {
+          matchLabels: { 'kubernetes.io/metadata.name': wire.ANNEX_NAMESPACE },
+        },
+        failurePolicy: 'Ignore',
+        sideEffects: 'None',
+        admit: async (req) => {
+          if (conflictArmed && req.name === CA_SECRET && req.userInfo?.username === USER) {
+            conflictArmed = false;
+            await k([
+              'annotate',
+              'secret',
+              CA_SECRET,
+              '-n',
+              wire.ANNEX_NAMESPACE,
+              `write-faults/bump=${++conflicts}`,
+              '--overwrite',
+            ]);
+          }
+          return allow();
+        },
+      }),
+    ],
+  };
+
   const logs = new PassThrough();
   logs.on('data', (d: Buffer) => (logText += d.toString()));
   /** annex as `jane`; `native`: the policies CEL can express go to the API server (policy.native). */
@@ -225,7 +273,7 @@ describeCluster('write faults (own control plane)', (shared) => {
         policy: { enabled: true, events: true, native } as never,
         registration: { apply: true } as never,
       },
-      [],
+      native ? [] : [conflictFeature],
       { log: createLogger('info', logs) },
     );
 
@@ -394,6 +442,42 @@ describeCluster('write faults (own control plane)', (shared) => {
     report(
       `403 on the CA Secret/Lease lifted; after the binding was back (polled every ${CA_SYNC_S} s): ${show(times)}`,
     );
+    expect(times['phase publishing']).toBeLessThan(BOUND_MS);
+  });
+
+  it('409 on the shared CA Secret (another writer between its read and its PUT): the step holds after a retry', async () => {
+    const phase = async () =>
+      (await getJson(['secret', CA_SECRET, '-n', wire.ANNEX_NAMESPACE])).metadata.annotations?.[
+        'annex.dev/ca-phase'
+      ];
+    const from = logText.length;
+    conflictArmed = true;
+    // Back to `stable` with a rotation asked for: the Lease holder's next step is a PUT.
+    await k([
+      'annotate',
+      'secret',
+      CA_SECRET,
+      '-n',
+      wire.ANNEX_NAMESPACE,
+      'annex.dev/ca-phase=stable',
+      'annex.dev/rotate=now',
+      '--overwrite',
+    ]);
+    let t0 = 0;
+    await poll('the PUT refused with 409', async () => {
+      const hit = logText
+        .slice(from)
+        .split('\n')
+        .some((l) => l.includes('shared certificates sync failed') && l.includes(': 409 Conflict'));
+      if (hit) t0 = Date.now();
+      return hit;
+    });
+    expect(conflicts).toBe(1);
+    const times = await recoveries(t0, {
+      'phase publishing': async () => (await phase()) === 'publishing',
+    });
+    report(`409 on the CA Secret; after the conflict was logged: ${show(times)}`);
+    console.log(`recovery: CA Secret (409) ${times['phase publishing']} ms`);
     expect(times['phase publishing']).toBeLessThan(BOUND_MS);
   });
 
