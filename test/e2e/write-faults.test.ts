@@ -491,16 +491,24 @@ describeCluster('write faults (own control plane)', (shared) => {
     const from = logText.length;
     annex = await startAnnex(true);
     const name = 'cel';
-    await applyPolicy({
-      apiVersion: 'policy.annex.dev/v1alpha1',
-      kind: 'AdmissionPolicy',
-      metadata: { name },
-      spec: {
-        match: { kinds: ['ConfigMap'], namespaces: [NS] },
-        actions: ['Deny'],
-        validate: [{ name: 'dns-label', path: '$.metadata.name', nameRule: 'dns1123Label' }],
-      },
-    });
+    // Through annex's validating webhook on AdmissionPolicies, which the API server reaches at
+    // the new annex once its registrar re-applied the configuration (a new port): until
+    // then the apply is refused (connection refused), which is not what this test measures.
+    await poll('the policy applied through the restarted annex', () =>
+      applyPolicy({
+        apiVersion: 'policy.annex.dev/v1alpha1',
+        kind: 'AdmissionPolicy',
+        metadata: { name },
+        spec: {
+          match: { kinds: ['ConfigMap'], namespaces: [NS] },
+          actions: ['Deny'],
+          validate: [{ name: 'dns-label', path: '$.metadata.name', nameRule: 'dns1123Label' }],
+        },
+      }).then(
+        () => true,
+        () => false,
+      ),
+    );
     const celRefused = () =>
       logText
         .slice(from)
