@@ -1,6 +1,6 @@
 // The writes annex makes, fault-tested (issue 29 item 4): its registrations (registration.apply),
-// AdmissionPolicy status and Events, each failing in the API server (down, 403, 422) and then
-// allowed again; the test measures how long annex takes to make the write hold. A control
+// AdmissionPolicy status, Events, the shared CA's Secret and Lease and a native policy's CEL
+// objects, each failing in the API server (down, 403, 409, 422) and then allowed again; the test measures how long annex takes to make the write hold. A control
 // plane of its own (its kube-apiserver is killed), and annex as an ordinary user whose RBAC
 // the test changes. Figures go to stderr as `write-faults: …` lines.
 import { PassThrough } from 'node:stream';
