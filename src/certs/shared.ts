@@ -16,6 +16,7 @@ import type { KubeClient } from '../kube/client.js';
 import { KubeApiError } from '../kube/errors.js';
 import { releaseLease, tryAcquireLease } from '../kube/lease.js';
 import type { Logger } from '../log.js';
+import { WorkQueue } from '../kube/workqueue.js';
 import { ensureDir, FILES, readOptional, writeFileAtomic } from './files.js';
 import { createCa, issue, type CertAndKey } from './issue.js';
 import { normalizeNames, serviceDnsNames } from './names.js';
@@ -155,6 +156,8 @@ export interface SharedOptions {
   syncIntervalMs: number;
   overlapMs: number;
   log: Logger;
+  /** The process's work queue; a private one when absent (tests). */
+  queue?: WorkQueue;
 }
 
 export interface SharedCertificates {
@@ -241,19 +244,31 @@ export async function startSharedCertificates(o: SharedOptions): Promise<SharedC
     if (Date.now() > deadline) throw new Error(`Secret ${o.namespace}/${o.name} holds no certificates after 60 s`);
     await new Promise((r) => setTimeout(r, Math.min(o.syncIntervalMs, 1000)));
   }
-  let busy = false;
+  // Then on the work queue, one key `ca/sync`: every syncIntervalMs after a success, after
+  // the queue's backoff after a failure. One key, not one for the Lease and one for the
+  // Secret: the Secret is written only under the Lease, acquire-write-release being one step.
+  const queue = o.queue ?? new WorkQueue();
+  let stopped = false;
   let lastError = '';
-  const timer = setInterval(() => {
-    if (busy) return;
-    busy = true;
-    sync()
-      .then(() => (lastError = ''))
-      .catch((e: Error) => {
-        if (e.message !== lastError) o.log.error({ error: e.message }, 'shared certificates sync failed');
-        lastError = e.message;
-      })
-      .finally(() => (busy = false));
-  }, o.syncIntervalMs);
-  timer.unref();
-  return { stop: () => clearInterval(timer) };
+  const q = queue.writer('ca', {
+    handle: async () => {
+      if (stopped) return;
+      await sync();
+      lastError = '';
+      if (!stopped) q.addAfter('sync', o.syncIntervalMs);
+    },
+    onError: (_name, e, retryInMs) => {
+      if (e.message !== lastError)
+        o.log.error({ error: e.message, retryInMs }, 'shared certificates sync failed');
+      lastError = e.message;
+    },
+  });
+  q.addAfter('sync', o.syncIntervalMs);
+  return {
+    stop: () => {
+      stopped = true;
+      q.forget('sync');
+      if (!o.queue) void queue.shutDown();
+    },
+  };
 }

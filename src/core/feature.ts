@@ -7,6 +7,7 @@ import type { GroupVersionDecl } from './types.js';
 import type { Conversion } from './conversion.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../log.js';
+import type { WorkQueue } from '../kube/workqueue.js';
 import { UserError } from '../errors.js';
 
 export interface FeatureContext {
@@ -14,6 +15,11 @@ export interface FeatureContext {
   kube: KubeClient | null;
   /** A child logger named after the feature. */
   log: Logger;
+  /**
+   * The process's one work queue: a feature's writes to the API server go through it
+   * (retried with backoff, rate-limited with every other write), keyed `<feature>/…`.
+   */
+  queue: WorkQueue;
   /**
    * Call after changing this feature's declarations at run time (a webhook's `rules`):
    * annex's registrar, the one writer of the registrations, applies them again (retried with

@@ -2,14 +2,15 @@
 // identical event seen again within a window is not a new Event but a growing
 // `series.count` on the first one (a PATCH), and a token bucket per regarding object caps
 // the writes, so a loop of refused requests makes one Event with a count, not an etcd
-// write storm. Recording never throws and never waits: a failed write is reported to
-// onError and tried again after a per-series backoff (0.5 s doubling to 30 s) until it
-// holds — client-go retries only while the API server is unreachable, but a 403 (RBAC being
-// fixed) or a 429/5xx can pass too; a 400/404/422 (the Event itself refused) is dropped.
+// write storm. Recording never throws and never waits: the writes go through the work queue
+// (keys `event/<controller>/<series>`), so a failed one is reported to onError and tried
+// again after the queue's per-series backoff (0.5 s doubling to 30 s) until it holds —
+// client-go retries only while the API server is unreachable, but a 403 (RBAC being fixed)
+// or a 429/5xx can pass too; a 400/404/422 (the Event itself refused) is dropped.
 // Memory is bounded by `maxEntries` series and buckets.
-import { ItemBackoff } from './backoff.js';
 import type { KubeClient } from './client.js';
 import { KubeApiError } from './errors.js';
+import { WorkQueue, type WriterQueue } from './workqueue.js';
 
 /** core/v1 ObjectReference, as `regarding` and `related` hold it. */
 export interface ObjectReference {
@@ -58,6 +59,8 @@ export interface EventBody extends Omit<EventInput, 'note'> {
 
 export interface EventRecorderOptions {
   sink: EventSink;
+  /** The process's work queue; a private one when absent (tests). */
+  queue?: WorkQueue;
   /** reportingController: a qualified name, e.g. annex.dev/policy. */
   controller: string;
   /** reportingInstance: this replica (pod or host name), at most 128 characters. */
@@ -109,6 +112,8 @@ const refKey = (r: ObjectReference | undefined) =>
   r ? [r.apiVersion ?? '', r.kind, r.namespace ?? '', r.name, r.uid ?? ''].join('\u0000') : '';
 
 interface Series {
+  /** Its key on the work queue. */
+  id: string;
   namespace: string;
   input: EventInput;
   objectKey: string;
@@ -119,10 +124,9 @@ interface Series {
   name?: string;
   /** Observations not yet written. */
   dirty: boolean;
-  /** The next flush is a retry: it spends no token (the failed write spent one). */
+  /** The next write is a retry: it spends no token (the failed write spent one). */
   retry?: boolean;
   inFlight: boolean;
-  timer?: NodeJS.Timeout;
 }
 
 interface Bucket {
@@ -137,8 +141,10 @@ export class EventRecorder {
   private readonly burst: number;
   private readonly refillMs: number;
   private readonly maxEntries: number;
-  private readonly writes = new Set<Promise<void>>();
-  private readonly backoff = new ItemBackoff<Series>();
+  private readonly byId = new Map<string, Series>();
+  private readonly queue: WorkQueue;
+  private readonly q: WriterQueue;
+  private nextId = 0;
   private stopped = false;
 
   constructor(private readonly opts: EventRecorderOptions) {
@@ -146,6 +152,16 @@ export class EventRecorder {
     this.burst = opts.burst ?? 25;
     this.refillMs = opts.refillMs ?? 5 * 60_000;
     this.maxEntries = opts.maxEntries ?? 4096;
+    this.queue = opts.queue ?? new WorkQueue();
+    this.q = this.queue.writer(`event/${opts.controller}`, {
+      handle: (id) => this.write(id),
+      // The Event itself refused: writing it again cannot succeed.
+      permanent: (e) => e instanceof KubeApiError && [400, 404, 422].includes(e.code),
+      onError: (id, e, retryInMs) => {
+        const s = this.byId.get(id);
+        if (s) this.opts.onError?.(e, s.input, retryInMs);
+      },
+    });
   }
 
   /**
@@ -178,6 +194,7 @@ export class EventRecorder {
       s.dirty = true;
     } else {
       s = {
+        id: String(this.nextId++),
         namespace,
         input: event,
         objectKey: refKey(event.regarding),
@@ -189,19 +206,22 @@ export class EventRecorder {
       };
     }
     this.series.set(key, s);
+    this.byId.set(s.id, s);
     this.trim(now);
-    this.flush(s);
+    // Not while it waits for a token or a retry: that write carries this observation too.
+    this.q.add(s.id);
   }
 
   /** Resolves once no write is in flight (tests; graceful shutdown). */
   async idle(): Promise<void> {
-    while (this.writes.size) await Promise.allSettled([...this.writes]);
+    await this.queue.idle();
   }
 
   /** Stops writing; pending series counts are dropped. */
   stop(): void {
     this.stopped = true;
     for (const [key, s] of this.series) this.forget(key, s);
+    if (!this.opts.queue) void this.queue.shutDown();
   }
 
   /** Series and buckets held (for tests of the memory bound). */
@@ -210,8 +230,8 @@ export class EventRecorder {
   }
 
   private forget(key: string, s: Series): void {
-    clearTimeout(s.timer);
-    this.backoff.forget(s);
+    this.q.forget(s.id);
+    this.byId.delete(s.id);
     this.series.delete(key);
   }
 
@@ -246,59 +266,38 @@ export class EventRecorder {
     return Math.ceil((1 - tokens) * this.refillMs);
   }
 
-  private flush(s: Series): void {
-    if (this.stopped || s.inFlight || !s.dirty || s.timer) return;
+  /** The queue's handler: writes a series' observations (a throw is retried by the queue). */
+  private async write(id: string): Promise<void> {
+    const s = this.byId.get(id);
+    if (!s || this.stopped || !s.dirty) return;
     const wait = s.retry ? 0 : this.take(s.objectKey, Date.now());
+    if (wait > 0) return this.q.addAfter(id, wait);
     s.retry = false;
-    if (wait > 0) {
-      s.timer = setTimeout(() => {
-        s.timer = undefined;
-        this.flush(s);
-      }, wait);
-      s.timer.unref?.();
-      return;
-    }
     s.dirty = false;
     s.inFlight = true;
     const series = { count: s.count, lastObservedTime: microTime(s.lastObserved) };
-    const write = (async () => {
-      try {
-        if (s.name) {
-          await this.opts.sink.patchSeries(s.namespace, s.name, series);
-        } else {
-          const body = this.body(s, series);
-          await this.opts.sink.create(s.namespace, body);
-          s.name = body.metadata.name;
-        }
-        this.backoff.forget(s);
-      } catch (e) {
-        const code = e instanceof KubeApiError ? e.code : 0;
-        if (s.name && code === 404) {
-          // The Event expired (events have a TTL) or was deleted: the series starts a new one.
-          s.name = undefined;
-          s.dirty = true;
-        } else if (code === 400 || code === 404 || code === 422) {
-          this.opts.onError?.(e as Error, s.input);
-        } else {
-          const delay = this.backoff.fail(s);
-          s.dirty = true;
-          s.retry = true;
-          s.timer = setTimeout(() => {
-            s.timer = undefined;
-            this.flush(s);
-          }, delay);
-          s.timer.unref?.();
-          this.opts.onError?.(e as Error, s.input, delay);
-        }
-      } finally {
-        s.inFlight = false;
+    try {
+      if (s.name) {
+        await this.opts.sink.patchSeries(s.namespace, s.name, series);
+      } else {
+        const body = this.body(s, series);
+        await this.opts.sink.create(s.namespace, body);
+        s.name = body.metadata.name;
       }
-    })();
-    this.writes.add(write);
-    void write.then(() => {
-      this.writes.delete(write);
-      this.flush(s);
-    });
+    } catch (e) {
+      if (s.name && e instanceof KubeApiError && e.code === 404) {
+        // The Event expired (events have a TTL) or was deleted: the series starts a new one.
+        s.name = undefined;
+        s.dirty = true;
+        this.q.add(id);
+        return;
+      }
+      s.dirty = true;
+      s.retry = true;
+      throw e;
+    } finally {
+      s.inFlight = false;
+    }
   }
 
   private body(s: Series, series: EventSeries): EventBody {

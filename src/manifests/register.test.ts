@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { KubeClient } from '../kube/client.js';
 import { createLogger } from '../log.js';
 import { registerWhenReady, withCaBundle } from './register.js';
@@ -119,35 +119,37 @@ describe('registerWhenReady', () => {
         return kube.patch(...a);
       },
     } as unknown as KubeClient;
-    let t = 0;
     let group = 'x.dev';
     setFail(true);
-    const r = registerWhenReady({
-      kube: counting,
-      units: [{ name: 'm', objects: () => [{ ...api, spec: { group } }], ready: () => true }],
-      caBundle: () => 'Q0E=',
-      log,
-      intervalMs: 5,
-      now: () => t,
-    });
-    await tick();
-    expect(attempts).toBe(1); // the clock has not moved: no retry yet
-    t = 499;
-    await tick();
-    expect(attempts).toBe(1);
-    t = 500;
-    await tick();
-    expect(attempts).toBe(2); // then 1 s later
-    t = 1499;
-    await tick();
-    expect(attempts).toBe(2);
-    group = 'y.dev'; // a new rendering is tried without waiting
-    await tick();
-    expect(attempts).toBe(3);
-    setFail(false);
-    r.changed('m');
-    await r.settled();
-    r.stop();
+    vi.useFakeTimers();
+    try {
+      const r = registerWhenReady({
+        kube: counting,
+        units: [{ name: 'm', objects: () => [{ ...api, spec: { group } }], ready: () => true }],
+        caBundle: () => 'Q0E=',
+        log,
+        intervalMs: 5,
+      });
+      const wait = (ms: number) => vi.advanceTimersByTimeAsync(ms);
+      await wait(0);
+      expect(attempts).toBe(1);
+      await wait(498);
+      expect(attempts).toBe(1); // the polls do not hammer a unit backing off
+      await wait(2);
+      expect(attempts).toBe(2); // then 1 s later
+      await wait(998);
+      expect(attempts).toBe(2);
+      group = 'y.dev'; // a new rendering is tried without waiting
+      await wait(5);
+      expect(attempts).toBe(3);
+      setFail(false);
+      r.changed('m');
+      await wait(0);
+      await r.settled();
+      r.stop();
+    } finally {
+      vi.useRealTimers();
+    }
     expect(calls.map((c) => c.body.spec.group)).toEqual(['y.dev']);
   });
 });

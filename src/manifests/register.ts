@@ -7,6 +7,7 @@
 import type { KubeClient } from '../kube/client.js';
 import { KubeApiError } from '../kube/errors.js';
 import type { Logger } from '../log.js';
+import { WorkQueue } from '../kube/workqueue.js';
 
 // eslint-disable-next-line @typescript-eslint/no-explicit-any
 type Obj = Record<string, any>;
@@ -58,16 +59,15 @@ export interface Registrar {
   stop(): void;
 }
 
-const FIRST_RETRY_MS = 500;
-const MAX_RETRY_MS = 30_000;
-
 /**
- * The one writer of the objects annex registers. Every `intervalMs` (and at once on
- * `changed`), each ready unit whose rendering with the current `caBundle()` differs from
- * what was last applied is applied, as field manager annex. A failure is logged once per
- * distinct message and retried with per-unit exponential backoff (0.5 s doubling to 30 s),
- * or at once when the unit changes. A unit that turns unready later stays registered (its
- * failure policy covers a gap; unregistering would flap).
+ * The one writer of the objects annex registers, on the work queue (keys
+ * `registration/<unit>`). Every `intervalMs` (and at once on `changed`) each ready unit whose
+ * rendering with the current `caBundle()` differs from what was last applied is queued —
+ * readiness and the CA file change without an event to hang this on, so a cheap comparison
+ * polls them; the queue does the writing, as field manager annex. A failure is logged once
+ * per distinct message and retried with the queue's per-key backoff (0.5 s doubling to
+ * 30 s), or at once when the unit changes. A unit that turns unready later stays registered
+ * (its failure policy covers a gap; unregistering would flap).
  */
 export function registerWhenReady(opts: {
   kube: KubeClient;
@@ -75,17 +75,18 @@ export function registerWhenReady(opts: {
   caBundle: () => string;
   log: Logger;
   intervalMs?: number;
-  now?: () => number;
+  /** The process's work queue; a private one when absent (tests). */
+  queue?: WorkQueue;
   /** Only the rules of webhooks whose configuration the install owns (no registration.apply). */
   rulesOnly?: boolean;
 }): Registrar {
-  const now = opts.now ?? Date.now;
+  const queue = opts.queue ?? new WorkQueue();
   const applied = new Map<string, string>();
   const lastError = new Map<string, string>();
-  const retry = new Map<string, { at: number; delay: number; key: string }>();
+  /** The rendering that failed last: a different one is tried at once, not after the backoff. */
+  const failedKey = new Map<string, string>();
+  const units = new Map(opts.units.map((u) => [u.name, u]));
   let stopped = false;
-  let running = false;
-  let rerun = false;
   let waiters: (() => void)[] = [];
   const rendered = (u: RegistrationUnit) => {
     const bundle = opts.caBundle();
@@ -93,12 +94,17 @@ export function registerWhenReady(opts: {
     return { objects, key: JSON.stringify(objects) };
   };
   const done = () => opts.units.every((u) => applied.get(u.name) === rendered(u).key);
+  const wake = () => {
+    if (!done()) return;
+    for (const w of waiters) w();
+    waiters = [];
+  };
 
-  async function apply(u: RegistrationUnit): Promise<void> {
+  async function apply(name: string): Promise<void> {
+    const u = units.get(name);
+    if (!u || stopped) return;
     const { objects, key } = rendered(u);
     if (applied.get(u.name) === key || !u.ready()) return;
-    const r = retry.get(u.name);
-    if (r && r.key === key && now() < r.at) return;
     try {
       for (const o of objects) {
         await opts.kube.patch(registrationPath(o), o, 'apply', {
@@ -106,73 +112,69 @@ export function registerWhenReady(opts: {
           force: true,
         });
       }
-      applied.set(u.name, key);
-      retry.delete(u.name);
-      lastError.delete(u.name);
-      if (objects.length)
-        opts.log.info(
-          { feature: u.name, objects: objects.map((o) => `${o.kind}/${o.metadata.name}`) },
-          'registered (feature ready)',
-        );
     } catch (e) {
-      const delay = r && r.key === key ? Math.min(r.delay * 2, MAX_RETRY_MS) : FIRST_RETRY_MS;
-      retry.set(u.name, { at: now() + delay, delay, key });
-      const missing =
-        e instanceof KubeApiError && e.code === 403 && /cannot create/.test(e.message);
-      const msg = missing
-        ? `${(e as Error).message} (annex may only patch its registrations: create them with \`annex install\` or \`kubectl apply -k manifests/\`)`
-        : (e as Error).message;
-      // Applying only rules, a configuration the install has not created yet is refused
-      // (422: the webhook has no clientConfig): expected until the install runs.
-      const notInstalled =
-        opts.rulesOnly && e instanceof KubeApiError && (e.code === 422 || e.code === 404);
-      if (lastError.get(u.name) !== msg && notInstalled)
-        opts.log.info(
-          { feature: u.name, code: (e as KubeApiError).code },
-          'webhook configuration not installed yet; retrying',
-        );
-      else if (lastError.get(u.name) !== msg)
-        opts.log.error({ feature: u.name, error: msg }, 'registration failed; retrying');
-      lastError.set(u.name, msg);
+      failedKey.set(u.name, key);
+      throw e;
     }
+    applied.set(u.name, key);
+    lastError.delete(u.name);
+    failedKey.delete(u.name);
+    if (objects.length)
+      opts.log.info(
+        { feature: u.name, objects: objects.map((o) => `${o.kind}/${o.metadata.name}`) },
+        'registered (feature ready)',
+      );
+    wake();
   }
 
-  async function tick(): Promise<void> {
+  function failed(name: string, e: Error): void {
+    const missing = e instanceof KubeApiError && e.code === 403 && /cannot create/.test(e.message);
+    const msg = missing
+      ? `${e.message} (annex may only patch its registrations: create them with \`annex install\` or \`kubectl apply -k manifests/\`)`
+      : e.message;
+    // Applying only rules, a configuration the install has not created yet is refused
+    // (422: the webhook has no clientConfig): expected until the install runs.
+    const notInstalled =
+      opts.rulesOnly && e instanceof KubeApiError && (e.code === 422 || e.code === 404);
+    if (lastError.get(name) !== msg && notInstalled)
+      opts.log.info(
+        { feature: name, code: (e as KubeApiError).code },
+        'webhook configuration not installed yet; retrying',
+      );
+    else if (lastError.get(name) !== msg)
+      opts.log.error({ feature: name, error: msg }, 'registration failed; retrying');
+    lastError.set(name, msg);
+  }
+
+  const q = queue.writer('registration', { handle: apply, onError: failed });
+  /** Queues what is ready and not applied as it renders now (a unit backing off waits). */
+  function check(): void {
     if (stopped) return;
-    if (running) {
-      rerun = true;
-      return;
+    for (const u of opts.units) {
+      const { key } = rendered(u);
+      if (applied.get(u.name) === key || !u.ready()) continue;
+      if (failedKey.has(u.name) && failedKey.get(u.name) !== key) q.forget(u.name);
+      q.add(u.name);
     }
-    running = true;
-    try {
-      do {
-        rerun = false;
-        for (const u of opts.units) await apply(u);
-      } while (rerun && !stopped);
-    } finally {
-      running = false;
-    }
-    if (done()) {
-      for (const w of waiters) w();
-      waiters = [];
-    }
+    wake();
   }
 
-  const timer = setInterval(() => void tick(), opts.intervalMs ?? 500);
+  const timer = setInterval(check, opts.intervalMs ?? 500);
   timer.unref();
-  void tick();
+  check();
   return {
     registered: () =>
       opts.units.filter((u) => applied.get(u.name) === rendered(u).key).map((u) => u.name),
     settled: () => (done() ? Promise.resolve() : new Promise((r) => waiters.push(r))),
     changed: (name) => {
       applied.delete(name);
-      retry.delete(name);
-      void tick();
+      q.forget(name);
+      q.add(name);
     },
     stop: () => {
       stopped = true;
       clearInterval(timer);
+      if (!opts.queue) void queue.shutDown();
     },
   };
 }

@@ -21,11 +21,11 @@ import { loadServingMaterial } from '../certs/index.js';
 import { loadPolicies } from './load.js';
 import type { Config } from '../config/load.js';
 import type { KubeClient } from '../kube/client.js';
-import { ItemBackoff } from '../kube/backoff.js';
 import { setCondition } from '../core/conditions.js';
 import { KubeApiError } from '../kube/client.js';
 import { EventRecorder, kubeEventSink } from '../kube/events.js';
 import { startWatch } from '../kube/reflector.js';
+import type { WorkQueue, WriterQueue } from '../kube/workqueue.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../core/feature.js';
 import { celObjects, recordsAudit, syncCel, webhookPolicies } from './cel/apply.js';
@@ -66,6 +66,13 @@ const CONFIG_PATHS = {
     '/apis/admissionregistration.k8s.io/v1/mutatingwebhookconfigurations',
 } as const;
 type ConfigKind = keyof typeof CONFIG_PATHS;
+
+/** A status as compared for "nothing to write": transition times aside. */
+const statusKey = (s: PolicyStatus) =>
+  JSON.stringify({
+    ...s,
+    conditions: (s.conditions ?? []).map(({ lastTransitionTime: _, ...rest }) => rest),
+  });
 
 const selectsNamespaces = (p: CompiledPolicy) =>
   !!(p.match.namespaceSelector || p.exclude?.namespaceSelector);
@@ -245,55 +252,21 @@ export function policyFeature(config: Config): Feature {
     syncNative();
   }
 
-  // The CEL objects: applied by this feature (they are not registrations), one sync at a
-  // time, a failed one retried with backoff until it holds.
+  // This feature's writes, on the process's work queue: `policy/cel` (the CEL objects: they
+  // are not registrations, so this feature applies them) and `policy/status/<name>`. The
+  // queue runs one write per key at a time, a write asked for meanwhile once after, and
+  // retries a failure with backoff until it holds.
+  let writes: WriterQueue | undefined;
+  let stopped = false;
   let nativeStored = new Map<string, string>();
-  let nativeBusy = false;
-  let nativeAgain = false;
-  // Every write of this feature that fails is tried again after a per-item backoff.
-  const backoff = new ItemBackoff<string>();
-  const retries = new Set<NodeJS.Timeout>();
-  const retryLater = (key: string, fn: () => void) => {
-    const delay = backoff.fail(key);
-    const t = setTimeout(() => {
-      retries.delete(t);
-      fn();
-    }, delay);
-    t.unref();
-    retries.add(t);
-    return delay;
-  };
-  function syncNative(): void {
-    if (!kube) return;
-    if (nativeBusy) {
-      nativeAgain = true;
-      return;
-    }
+  const syncNative = () => writes?.add('cel');
+  async function applyNative(): Promise<void> {
+    if (!kube || stopped) return;
     const want = new Map([...native].map(([name, o]) => [name, JSON.stringify(o)]));
     if (JSON.stringify([...want]) === JSON.stringify([...nativeStored])) return;
-    nativeBusy = true;
-    void syncCel(kube, native)
-      .then(
-        () => {
-          nativeStored = want;
-          backoff.forget('cel');
-          refreshStatuses();
-        },
-        (e: Error) => {
-          const retryInMs = retryLater('cel', syncNative);
-          flog?.error(
-            { error: e.message, retryInMs },
-            'cannot apply the policies compiled to CEL; retrying',
-          );
-        },
-      )
-      .finally(() => {
-        nativeBusy = false;
-        if (nativeAgain) {
-          nativeAgain = false;
-          syncNative();
-        }
-      });
+    await syncCel(kube, native);
+    nativeStored = want;
+    refreshStatuses();
   }
 
   // The policy webhook as the API server holds it (watched): what `Enforced` is judged on.
@@ -316,10 +289,12 @@ export function policyFeature(config: Config): Feature {
     }
   }
 
+  /** Queues the status writes that would change what a policy holds. */
   function refreshStatuses(): void {
     if (!kube) return;
     const cert = servingCert();
-    for (const obj of latest.values()) void writeStatus(obj, set.put(obj), cert);
+    for (const obj of latest.values())
+      if (desired(obj, set.put(obj), cert)) writes?.add(`status/${obj.metadata.name}`);
   }
 
   function enforced(c: Compiled, cert: string): Enforcement {
@@ -349,8 +324,11 @@ export function policyFeature(config: Config): Feature {
   /** Policies not (yet) enforced, by name, with the reason: /readyz?verbose says them. */
   const unenforced = new Map<string, string>();
 
-  async function writeStatus(obj: AdmissionPolicy, c: Compiled, cert: string): Promise<void> {
-    if (!kube) return;
+  /**
+   * The status `obj` should hold (and, for /readyz, whether it is enforced); undefined when
+   * it holds it already or it was last written so.
+   */
+  function desired(obj: AdmissionPolicy, c: Compiled, cert: string): PolicyStatus | undefined {
     const generation = obj.metadata.generation;
     const gen = generation !== undefined ? { observedGeneration: generation } : {};
     const e = enforced(c, cert);
@@ -386,20 +364,19 @@ export function policyFeature(config: Config): Feature {
         .filter((x) => x.type === 'Ready' || x.type === 'Enforced'),
     };
     // The same status (times aside) as last written or as the object holds: nothing to do.
-    const key = JSON.stringify({
-      ...status,
-      conditions: status.conditions!.map(({ lastTransitionTime: _, ...rest }) => rest),
-    });
-    const held = obj.status
-      ? JSON.stringify({
-          ...obj.status,
-          conditions: (obj.status.conditions ?? []).map(
-            ({ lastTransitionTime: _, ...rest }) => rest,
-          ),
-        })
-      : '';
+    const key = statusKey(status);
+    const held = obj.status ? statusKey(obj.status) : '';
     const name = obj.metadata.name;
-    if (written.get(name) === key || held === key) return;
+    if (written.get(name) === key || held === key) return undefined;
+    return status;
+  }
+
+  async function writeStatus(name: string): Promise<void> {
+    const obj = latest.get(name);
+    if (!kube || stopped || !obj) return;
+    const status = desired(obj, set.put(obj), servingCert());
+    if (!status) return;
+    const key = statusKey(status);
     written.set(name, key);
     try {
       await kube.patch(
@@ -413,25 +390,32 @@ export function policyFeature(config: Config): Feature {
         'apply',
         { fieldManager: FIELD_MANAGER, force: true },
       );
-      backoff.forget(`status/${name}`);
     } catch (e) {
       written.delete(name);
-      // Gone meanwhile: nothing to write. Else (API server away, 409, 5xx) again after a backoff.
+      // Gone meanwhile: nothing to write. Else (API server away, 403, 409, 422, 5xx) the
+      // queue writes it again after a backoff.
       if (e instanceof KubeApiError && e.code === 404) return;
-      const retryInMs = retryLater(`status/${name}`, () => {
-        const now = latest.get(name);
-        if (now) void writeStatus(now, set.put(now), servingCert());
-      });
-      flog?.warn(
-        { policy: name, error: (e as Error).message, retryInMs },
-        'status not written; retrying',
-      );
+      throw e;
     }
   }
 
-  function startCluster(k: KubeClient, l: Logger): void {
+  function startCluster(k: KubeClient, l: Logger, queue: WorkQueue): void {
+    writes = queue.writer('policy', {
+      handle: (name) => (name === 'cel' ? applyNative() : writeStatus(name.slice(7))),
+      onError: (name, e, retryInMs) =>
+        name === 'cel'
+          ? l.error(
+              { error: e.message, retryInMs },
+              'cannot apply the policies compiled to CEL; retrying',
+            )
+          : l.warn(
+              { policy: name.slice(7), error: e.message, retryInMs },
+              'status not written; retrying',
+            ),
+    });
     recorder = settings.events
       ? new EventRecorder({
+          queue,
           sink: kubeEventSink(k),
           controller: 'annex.dev/policy',
           instance,
@@ -527,11 +511,11 @@ export function policyFeature(config: Config): Feature {
     webhooks: [mutating, validating, check],
     groups: [admissionEventsGroup(provider)],
     peer: { decisions: () => ({ replica: instance, items: log.items() }) },
-    start: ({ kube: k, log: l, registrationsChanged: changed }) => {
+    start: ({ kube: k, log: l, queue, registrationsChanged: changed }) => {
       kube = k;
       flog = l;
       registrationsChanged = changed;
-      if (k) return startCluster(k, l);
+      if (k) return startCluster(k, l, queue);
       for (const p of loadPolicies([settings.directory])) {
         set.put(p.source);
       }
@@ -543,7 +527,7 @@ export function policyFeature(config: Config): Feature {
       );
     },
     stop: async () => {
-      for (const t of retries) clearTimeout(t);
+      stopped = true;
       for (const s of stops.splice(0)) s();
       view?.stop();
       await recorder?.idle();

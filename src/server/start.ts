@@ -20,6 +20,7 @@ import { UserError } from '../errors.js';
 import { connectKube } from '../kube/connect.js';
 import { createLogger, type Logger } from '../log.js';
 import { parsePemBundle } from '../apiserver/auth/x509.js';
+import { WorkQueue } from '../kube/workqueue.js';
 import { registerWhenReady, type Registrar } from '../manifests/register.js';
 import { ownershipGate, sharedGroups, sharedGroupUnits } from '../manifests/ownership.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
@@ -70,7 +71,9 @@ export async function startAnnex(
   ];
   validateFeatures(features);
   const kube = connectKube(config.kube);
-  const shared = await sharedCertificates(config, kube, log);
+  // Every write annex makes to the API server goes through this one queue (kube/workqueue.ts).
+  const queue = new WorkQueue();
+  const shared = await sharedCertificates(config, kube, queue, log);
   if (!shared) await prepareCertificates(config.tls, log);
   let serving: ServingMaterial;
   try {
@@ -104,6 +107,7 @@ export async function startAnnex(
     auth?.stop();
     webhookClientCa.stop();
     shared?.stop();
+    await queue.shutDown();
     kube?.close();
   };
   // The registrar starts once annex listens; a feature may change its declarations before.
@@ -114,6 +118,7 @@ export async function startAnnex(
       await f.start?.({
         kube,
         log: log.child({ feature: f.name }),
+        queue,
         registrationsChanged: () => {
           reactive.add(f.name);
           registrar?.changed(f.name);
@@ -212,6 +217,7 @@ export async function startAnnex(
     reactive,
     () => serving.ca,
     () => shuttingDown,
+    queue,
     log,
   );
   registrar = registration;
@@ -264,6 +270,7 @@ function startRegistration(
   reactive: ReadonlySet<string>,
   ca: () => string | undefined,
   shuttingDown: () => boolean,
+  queue: WorkQueue,
   log: Logger,
 ): (Registrar & { report: (() => string) | null }) | null {
   if (!kube) return null;
@@ -313,6 +320,7 @@ function startRegistration(
     units,
     caBundle: () => (full ? Buffer.from(ca() ?? '').toString('base64') : ''),
     rulesOnly: !full,
+    queue,
     log: regLog,
   });
   return {
@@ -359,6 +367,7 @@ function caInjector(config: Config, kube: ReturnType<typeof connectKube>, log: L
 async function sharedCertificates(
   config: Config,
   kube: ReturnType<typeof connectKube>,
+  queue: WorkQueue,
   log: Logger,
 ): Promise<SharedCertificates | null> {
   const t = config.tls;
@@ -378,6 +387,7 @@ async function sharedCertificates(
       ipAddresses: t.ipAddresses,
       syncIntervalMs: t.syncIntervalSeconds * 1000,
       overlapMs: t.overlapSeconds * 1000,
+      queue,
       log: log.child({ component: 'shared-certs' }),
     });
   } catch (e) {

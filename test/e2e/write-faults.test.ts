@@ -1,13 +1,16 @@
 // The writes annex makes, fault-tested (issue 29 item 4): its registrations (registration.apply),
-// AdmissionPolicy status and Events, each failing in the API server (down, 403, 422) and then
-// allowed again; the test measures how long annex takes to make the write hold. A control
+// AdmissionPolicy status, Events, the shared CA's Secret and Lease and a native policy's CEL
+// objects, each failing in the API server (down, 403, 409, 422) and then allowed again; the test measures how long annex takes to make the write hold. A control
 // plane of its own (its kube-apiserver is killed), and annex as an ordinary user whose RBAC
 // the test changes. Figures go to stderr as `write-faults: …` lines.
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { ControlPlane, freePort, type ClusterInfo } from '../../src/devcluster/control-plane.js';
 import * as wire from '../../src/devcluster/wire.js';
+import { allow } from '../../src/admission/verdict.js';
+import { validatingWebhook } from '../../src/admission/webhook.js';
 import { createLogger } from '../../src/log.js';
+import type { Feature } from '../../src/core/feature.js';
 import { startTestAnnex, type TestAnnex } from '../cluster/annex.js';
 import { until } from '../cluster/direct.js';
 import { describeCluster, kubectl } from '../cluster/harness.js';
@@ -17,6 +20,7 @@ const EVENTS_NS = 'write-faults-events';
 const USER = 'jane'; // user.kubeconfig's user: annex runs as it
 const WRITES = 'write-faults-writes';
 const CA_WRITES = 'write-faults-ca';
+const CEL_WRITES = 'write-faults-cel';
 const CA_SECRET = 'annex-tls';
 const CA_SYNC_S = 2;
 /** Seconds: backoff caps at 30 s, so a generous bound a loaded machine cannot miss. */
@@ -124,6 +128,7 @@ describeCluster('write faults (own control plane)', (shared) => {
   });
   const writesBinding = binding(WRITES);
   const caBinding = binding(CA_WRITES);
+  const celBinding = binding(CEL_WRITES);
   const rbac = [
     {
       apiVersion: 'rbac.authorization.k8s.io/v1',
@@ -184,19 +189,76 @@ describeCluster('write faults (own control plane)', (shared) => {
       ],
     },
     caBinding,
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'ClusterRole',
+      metadata: { name: CEL_WRITES },
+      rules: [
+        {
+          apiGroups: ['admissionregistration.k8s.io'],
+          resources: [
+            'validatingadmissionpolicies',
+            'validatingadmissionpolicybindings',
+            'mutatingadmissionpolicies',
+            'mutatingadmissionpolicybindings',
+          ],
+          verbs: ['patch'],
+        },
+      ],
+    },
+    celBinding,
   ];
 
-  beforeAll(async () => {
-    const t0 = Date.now();
-    c = await cp.start(() => {});
-    await k(['create', 'namespace', NS]);
-    await k(['create', 'namespace', EVENTS_NS]);
-    await wire.applyObjects(run, rbac);
-    await wire.applyObjects(run, wire.repoManifest('manifests/crds/admissionpolicies.yaml'));
-    await wire.ensureAnnexService(run);
-    const logs = new PassThrough();
-    logs.on('data', (d: Buffer) => (logText += d.toString()));
-    annex = await startTestAnnex(
+  // A 409 as the API server makes one: while annex's PUT of the CA Secret (with the
+  // resourceVersion it read) is in admission, another writer updates the Secret; the PUT's
+  // storage update then finds a newer object and answers 409 Conflict. Armed once.
+  let conflictArmed = false;
+  let conflicts = 0;
+  const conflictFeature: Feature = {
+    name: 'conflict',
+    webhooks: [
+      validatingWebhook({
+        name: 'conflict.write-faults.annex.dev',
+        rules: [
+          {
+            apiGroups: [''],
+            apiVersions: ['v1'],
+            operations: ['UPDATE'],
+            resources: ['secrets'],
+            scope: 'Namespaced',
+          },
+        ],
+        // Only annex's namespace, which annex's webhooks leave out by default (it is safe
+        // here: failurePolicy Ignore, and only this test's Secret is acted on).
+        namespaceSelector: {
+          matchLabels: { 'kubernetes.io/metadata.name': wire.ANNEX_NAMESPACE },
+        },
+        failurePolicy: 'Ignore',
+        sideEffects: 'None',
+        admit: async (req) => {
+          if (conflictArmed && req.name === CA_SECRET && req.userInfo?.username === USER) {
+            conflictArmed = false;
+            await k([
+              'annotate',
+              'secret',
+              CA_SECRET,
+              '-n',
+              wire.ANNEX_NAMESPACE,
+              `write-faults/bump=${++conflicts}`,
+              '--overwrite',
+            ]);
+          }
+          return allow();
+        },
+      }),
+    ],
+  };
+
+  const logs = new PassThrough();
+  logs.on('data', (d: Buffer) => (logText += d.toString()));
+  /** annex as `jane`; `native`: the policies CEL can express go to the API server (policy.native). */
+  const startAnnex = async (native: boolean) =>
+    startTestAnnex(
       {
         server: { port: await freePort() },
         // One CA in a Secret, kept by the Lease holder; a rotation stays in `publishing`.
@@ -208,12 +270,22 @@ describeCluster('write faults (own control plane)', (shared) => {
           clientCA: c.webhookClientCaFile,
         } as never,
         metrics: { enabled: false } as never,
-        policy: { enabled: true, events: true, native: false } as never,
+        policy: { enabled: true, events: true, native } as never,
         registration: { apply: true } as never,
       },
-      [],
+      native ? [] : [conflictFeature],
       { log: createLogger('info', logs) },
     );
+
+  beforeAll(async () => {
+    const t0 = Date.now();
+    c = await cp.start(() => {});
+    await k(['create', 'namespace', NS]);
+    await k(['create', 'namespace', EVENTS_NS]);
+    await wire.applyObjects(run, rbac);
+    await wire.applyObjects(run, wire.repoManifest('manifests/crds/admissionpolicies.yaml'));
+    await wire.ensureAnnexService(run);
+    annex = await startAnnex(false);
     await poll('annex-policies registered', async () => {
       await getJson(['validatingwebhookconfiguration', 'annex-policies']);
       return true;
@@ -371,5 +443,103 @@ describeCluster('write faults (own control plane)', (shared) => {
       `403 on the CA Secret/Lease lifted; after the binding was back (polled every ${CA_SYNC_S} s): ${show(times)}`,
     );
     expect(times['phase publishing']).toBeLessThan(BOUND_MS);
+  });
+
+  it('409 on the shared CA Secret (another writer between its read and its PUT): the step holds after a retry', async () => {
+    const phase = async () =>
+      (await getJson(['secret', CA_SECRET, '-n', wire.ANNEX_NAMESPACE])).metadata.annotations?.[
+        'annex.dev/ca-phase'
+      ];
+    const from = logText.length;
+    conflictArmed = true;
+    // Back to `stable` with a rotation asked for: the Lease holder's next step is a PUT.
+    await k([
+      'annotate',
+      'secret',
+      CA_SECRET,
+      '-n',
+      wire.ANNEX_NAMESPACE,
+      'annex.dev/ca-phase=stable',
+      'annex.dev/rotate=now',
+      '--overwrite',
+    ]);
+    let t0 = 0;
+    await poll('the PUT refused with 409', async () => {
+      const hit = logText
+        .slice(from)
+        .split('\n')
+        .some((l) => l.includes('shared certificates sync failed') && l.includes(': 409 Conflict'));
+      if (hit) t0 = Date.now();
+      return hit;
+    });
+    expect(conflicts).toBe(1);
+    const times = await recoveries(t0, {
+      'phase publishing': async () => (await phase()) === 'publishing',
+    });
+    report(`409 on the CA Secret; after the conflict was logged: ${show(times)}`);
+    console.log(`recovery: CA Secret (409) ${times['phase publishing']} ms`);
+    expect(times['phase publishing']).toBeLessThan(BOUND_MS);
+  });
+
+  // A VAP cannot stage a 422 here: the API server exempts ValidatingAdmissionPolicies and
+  // their bindings from admission (IsExemptAdmissionConfigurationResource), and annex's
+  // server-side apply with force=true sends no resourceVersion and takes fields from any other
+  // manager, so no 409 either. What can fail is the permission (403) and the API server.
+  it('403 on the CEL objects of a native policy: they hold once the permission is back', async () => {
+    await annex.stop();
+    await k(['delete', 'clusterrolebinding', CEL_WRITES]);
+    const from = logText.length;
+    annex = await startAnnex(true);
+    const name = 'cel';
+    // Through annex's validating webhook on AdmissionPolicies, which the API server reaches at
+    // the new annex once its registrar re-applied the configuration (a new port): until
+    // then the apply is refused (connection refused), which is not what this test measures.
+    await poll('the policy applied through the restarted annex', () =>
+      applyPolicy({
+        apiVersion: 'policy.annex.dev/v1alpha1',
+        kind: 'AdmissionPolicy',
+        metadata: { name },
+        spec: {
+          match: { kinds: ['ConfigMap'], namespaces: [NS] },
+          actions: ['Deny'],
+          validate: [{ name: 'dns-label', path: '$.metadata.name', nameRule: 'dns1123Label' }],
+        },
+      }).then(
+        () => true,
+        () => false,
+      ),
+    );
+    const celRefused = () =>
+      logText
+        .slice(from)
+        .split('\n')
+        .filter(
+          (l) =>
+            l.includes('cannot apply the policies compiled to CEL; retrying') &&
+            l.includes(': 403 Forbidden'),
+        );
+    await poll('CEL objects refused with 403', async () => celRefused().length > 0);
+    const vapHeld = async () => {
+      const r = await kubectl(['get', 'validatingadmissionpolicy', `annex-${name}`], {
+        as: { kubeconfig: c.adminKubeconfig },
+      });
+      return r.code === 0;
+    };
+    expect(await vapHeld()).toBe(false);
+    expect(await enforced(name)).toBe(false);
+    // Long enough for the backoff to grow past its first steps.
+    await new Promise((r) => setTimeout(r, 5000));
+    const attempts = celRefused().length;
+    await wire.applyObjects(run, [celBinding]);
+    const t0 = Date.now();
+    const times = await recoveries(t0, {
+      [`ValidatingAdmissionPolicy annex-${name}`]: vapHeld,
+      'Enforced=True': () => enforced(name),
+    });
+    report(
+      `recovery: 403 on the CEL objects lifted after ${attempts} refused attempts; after the binding was back: ${show(times)}`,
+    );
+    console.log(`recovery: CEL objects (403) ${Math.max(...Object.values(times))} ms`);
+    expect(Math.max(...Object.values(times))).toBeLessThan(BOUND_MS);
   });
 });

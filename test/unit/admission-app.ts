@@ -10,6 +10,7 @@ import type { Conversion } from '../../src/conversion/declare.js';
 import { createLogger } from '../../src/log.js';
 import { createApp } from '../../src/server/app.js';
 import { builtinFeatures } from '../../src/server/builtins.js';
+import { WorkQueue } from '../../src/kube/workqueue.js';
 
 export interface AdmissionApp {
   base: string;
@@ -48,7 +49,7 @@ export async function startAdmissionApp(
   if (opts.policies)
     await features
       .find((f) => f.name === 'policy')
-      ?.start?.({ kube: null, log, registrationsChanged: () => {} });
+      ?.start?.({ kube: null, log, queue: new WorkQueue(), registrationsChanged: () => {} });
   const app = createApp({
     log,
     readiness: () => [],
