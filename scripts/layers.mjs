@@ -170,8 +170,6 @@ export const PRIVATE_IMPORTS = {
     'the offline loader reads manifests as annex check and annex defaults do (readObjects)',
   'policy -> src/certs/index.ts':
     "the decision log's peer fan-out dials the other replicas with annex's serving material (loadServingMaterial); FeatureContext offers no peer client yet",
-  'policy -> src/kube/backoff.ts':
-    "the rule sync's retry (ItemBackoff): the internal work-queue primitive the controllers issue makes public",
   'policy -> src/kube/events.ts':
     'Events (EventRecorder, kubeEventSink, EventInput, ObjectReference): FeatureContext is to give an Event recorder (issue 23 item 1, not built yet)',
 };

@@ -8,6 +8,9 @@ import type { Conversion } from './conversion.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../log.js';
 import type { WorkQueue } from '../kube/workqueue.js';
+
+// The queue's types are the contract's: a feature is handed one in FeatureContext.
+export type { WorkQueue, WriterQueue } from '../kube/workqueue.js';
 import { UserError } from '../errors.js';
 
 export interface FeatureContext {
