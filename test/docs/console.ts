@@ -86,7 +86,8 @@ export function normalise(line: string): string {
       .replace(/\b\d{17}-[0-9a-f]{6}-\d+\b/g, '<event>')
       .replace(/\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b/g, '<uid>')
       .replace(/\b127\.0\.0\.1:\d+/g, '127.0.0.1:<port>')
-      .replace(/(?<=^|[\s(])\d+(\.\d+)?(ms|s|m|h|d)(\d+(ms|s|m))?(?=[\s),]|$)/g, '<age>')
+      // Minutes alone of one or two digits: 125m or 1375m is a CPU quantity, compared.
+      .replace(/(?<=^|[\s(])(\d+(\.\d+)?(ms|s|h|d)|\d{1,2}m)(\d+(ms|s|m))?(?=[\s),]|$)/g, '<age>')
       .replace(/\b\d+ ms\b/g, '<n> ms')
       // A live measurement in JSON: its shape is the doc's, its numbers this machine's.
       .replace(/"(cpu|memory)":"\d+(\.\d+)?[a-zA-Z]*"/g, '"$1":"<quantity>"')

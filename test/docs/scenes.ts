@@ -26,13 +26,16 @@ import {
   ensureAnnexService,
   installPolicyCrd,
   pointAtTestAnnex,
+  registerApiServices,
   repoManifest,
   startTestAnnex,
   type TestAnnex,
 } from '../cluster/annex.js';
 import { cli } from '../cluster/cli.js';
 import { freePort } from '../cluster/control-plane.js';
+import { otherCaReview, prepareCallers } from './scene-callers.js';
 import { prepareConversion } from './scene-conversion.js';
+import { startKubelets } from './scene-metrics.js';
 import { cluster, createNamespace, kubectl, waitForCondition } from '../cluster/harness.js';
 
 const repo = join(import.meta.dirname, '..', '..');
@@ -49,6 +52,8 @@ export interface SceneContext {
   cleanups: (() => Promise<unknown>)[];
   /** What the run prints → what the doc shows: only what the scene itself chose. */
   shown: [RegExp, string][];
+  /** The CA of the annex the scene started, base64 PEM ('' for none). */
+  caBundle: string;
   /** The port of the annex the scene started (0: none). */
   port: number;
   /** What the doc's command says → what runs: only what the scene itself chose (a port). */
@@ -72,6 +77,8 @@ interface Setup {
   policies?: string[];
   /** Working directory under the scene's directory. */
   cwd?: string;
+  /** What annex scrapes, started before it: returns settings merged over `annex`. */
+  beforeAnnex?: (ctx: SceneContext) => Promise<ConfigOverrides>;
   /** What a scene needs beyond annex: its own files, processes and cleanups. */
   prepare?: (ctx: SceneContext) => Promise<void>;
   /** The scene works on the control plane (a namespace, a kubeconfig) without annex started. */
@@ -145,6 +152,15 @@ export const SCENES: Record<string, Setup> = {
       command: 'kubectl run probe --image=nginx:1.27 --dry-run=server',
       until: /defaulted/,
     },
+    prepare: prepareCallers,
+    before: {
+      // Two reviews from a client of another CA, as the page says before its readyz block.
+      'curl -s --cacert ca.crt https://127.0.0.1:44415/readyz?verbose': async (ctx) => {
+        const post = await otherCaReview(ctx);
+        for (const out of [await bash(post, ctx), await bash(post, ctx)])
+          if (!out.includes('"allowed"')) throw new Error(`${post}: ${out}`);
+      },
+    },
   },
   // `annex demo`: the built-in webhooks (metrics off: no node here to measure).
   demo: {
@@ -176,6 +192,13 @@ export const SCENES: Record<string, Setup> = {
     cluster: true,
     prepare: prepareConversion,
     ready: /annex is serving/,
+  },
+  // docs/tour.md's metrics: the metrics.annex.dev and metrics.k8s.io APIs of test kubelets.
+  metrics: {
+    annex: {} as ConfigOverrides,
+    beforeAnnex: startKubelets,
+    // Every pod has a window once annex scraped each kubelet twice.
+    settled: { command: 'kubectl get podmetrics -A -o name | wc -l', until: /^\s*5\s*$/ },
   },
   // The README's `annex demo --load dist/feature.js` of examples/pinned-images.
   'pinned-images': {
@@ -273,12 +296,19 @@ export async function startScene(name: string): Promise<Scene> {
   const ctx: SceneContext = {
     dir,
     cwd: join(dir, setup.cwd ?? ''),
-    env: { ...process.env, PATH: `${shims(dir)}:${process.env.PATH}`, KUBECONFIG: '' },
+    env: {
+      ...process.env,
+      PATH: `${shims(dir)}:${process.env.PATH}`,
+      KUBECONFIG: '',
+      // kubectl's discovery cache of this scene's APIs only (not another run's stale one).
+      KUBECACHEDIR: join(dir, '.kube-cache'),
+    },
     ns: '',
     cleanups: [async () => rmSync(dir, { recursive: true })],
     shown: [],
     typed: [],
     port: 0,
+    caBundle: '',
   };
   mkdirSync(ctx.cwd, { recursive: true });
   const stop = async () => {
@@ -294,7 +324,8 @@ export async function startScene(name: string): Promise<Scene> {
       await bash(`kubectl config set-context --current --namespace=${ctx.ns}`, ctx);
       ctx.shown.push([new RegExp(`\\b${ctx.ns}\\b`, 'g'), 'default']);
     }
-    if (setup.annex) await startAnnexIn(setup, ctx);
+    if (setup.annex)
+      await startAnnexIn(setup, { ...setup.annex, ...(await setup.beforeAnnex?.(ctx)) }, ctx);
     await setup.prepare?.(ctx);
     const settled = setup.settled;
     if (settled) await until(settled.command, (out) => settled.until.test(out), ctx);
@@ -337,9 +368,13 @@ async function prepareStandalone(ctx: SceneContext): Promise<void> {
   ctx.shown.push([new RegExp(`"${hostname()}"`, 'g'), '"vm"']);
 }
 
-async function startAnnexIn(setup: Setup, ctx: SceneContext): Promise<void> {
+async function startAnnexIn(
+  setup: Setup,
+  config: ConfigOverrides,
+  ctx: SceneContext,
+): Promise<void> {
   const { ns, cleanups } = ctx;
-  const policies = setup.annex!.policy?.enabled === true;
+  const policies = config.policy?.enabled === true;
   if (policies) {
     await installPolicyCrd();
     cleanups.push(async () => {
@@ -349,9 +384,10 @@ async function startAnnexIn(setup: Setup, ctx: SceneContext): Promise<void> {
         await kubectl(['delete', kind, '-l', POLICY_LABEL, '--ignore-not-found']);
     });
   }
-  const annex: TestAnnex = await startTestAnnex(setup.annex, (await setup.features?.()) ?? []);
+  const annex: TestAnnex = await startTestAnnex(config, (await setup.features?.()) ?? []);
   cleanups.push(() => annex.stop());
   ctx.port = annex.port;
+  ctx.caBundle = annex.caBundle;
   // A loopback URL in the doc is annex's, at the port the scene's annex listens on.
   ctx.typed.push([/\b127\.0\.0\.1:\d+\b/g, `127.0.0.1:${annex.port}`]);
   await ensureAnnexService();
@@ -369,6 +405,11 @@ async function startAnnexIn(setup: Setup, ctx: SceneContext): Promise<void> {
       apiservices.map((o) => `apiservice/${o.metadata.name}`),
       'Available',
     );
+  // As the docs register it: apiservice/metrics-k8s-io, beside what `annex manifests` renders.
+  if (config.metrics?.registerMetricsK8sIo) {
+    const k8sio = await registerApiServices('apiservice/metrics-k8s-io/apiservice.yaml', annex);
+    cleanups.push(() => deleteObjects(k8sio));
+  }
   if (setup.policies) {
     await applyObjects(setup.policies.flatMap((p) => repoManifest(`policies/${p}.yaml`)));
     await enforced(setup.policies)();
