@@ -14,6 +14,7 @@ import {
   replaceBodies,
   type ConsoleBlock,
 } from '../docs/console.js';
+import { isAcceptanceScene } from '../docs/acceptance.js';
 import { needsCluster, startScene, type Scene } from '../docs/scenes.js';
 import { describeCluster } from '../cluster/harness.js';
 
@@ -23,6 +24,8 @@ const record = process.env.ANNEX_RECORD === '1';
 const byScene = new Map<string, ConsoleBlock[]>();
 for (const b of allConsoleBlocks(repo)) {
   if (!b.marker || !('recorded' in b.marker)) continue;
+  // Blocks an acceptance suite prints are compared there (test/docs/acceptance.ts).
+  if (isAcceptanceScene(b.marker.recorded)) continue;
   byScene.set(b.marker.recorded, [...(byScene.get(b.marker.recorded) ?? []), b]);
 }
 

@@ -20,6 +20,7 @@ import {
   waitForCondition,
 } from '../cluster/harness.js';
 import { installAsPod, machineOverrides } from '../cluster/install.js';
+import { expectRecorded } from '../docs/acceptance.js';
 import { canRunAsPod, eventually, type AnnexPod } from '../cluster/pod.js';
 
 const NS = 'annex-it';
@@ -78,6 +79,14 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
         0,
         expect.stringContaining('registered by annex'),
       ]);
+      // What a user sees, in the namespace the install defaults to.
+      const asUserSees = (text: string) => text.replace(/\bannex-it\b(?!-)/g, 'annex-system');
+      expectRecorded(
+        'docs/install.md',
+        'test/e2e/install.test.ts',
+        'annex install --image localhost/annex:test',
+        asUserSees(install.out),
+      );
       expect(install.out).toMatch(
         /^waiting for annex to become ready and register .*validatingwebhookconfiguration\/annex-names[,\n]/m,
       );
@@ -245,6 +254,12 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
         '2',
       ]);
       expect(un.code).toBe(0);
+      expectRecorded(
+        'docs/install.md',
+        'test/e2e/install.test.ts',
+        'annex uninstall',
+        asUserSees(un.stdout + un.stderr),
+      );
       const deleted = un.stdout
         .trim()
         .split('\n')
