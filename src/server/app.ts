@@ -15,7 +15,10 @@
 //   annex's CA, everything else delegated authentication (or refused with no API server);
 // - authorization last, then routing: reviews and peers were authorized by their
 //   certificate; metrics and API requests ask the API server (SubjectAccessReview).
-// Before any of it, the connection layer's answers: unread-body, access log, Status errors.
+// Before any of it, the connection layer answers on its own (connections.ts, listen.ts):
+// TLS handshake, header and body deadlines (HTTP/2 bodies 408), the connection cap (503
+// with Retry-After, Connection: close or GOAWAY); then steps 0–2 below wrap the chain:
+// an unread body discarded or the connection closed, the access log, every failure a Status.
 import type { X509Certificate } from 'node:crypto';
 import Koa from 'koa';
 import type { Webhook } from '../admission/webhook.js';
