@@ -4,7 +4,7 @@
 // then the handlers). Nothing below is specific to a feature: webhooks, conversions, peer
 // endpoints and groups come from the features' declarations.
 //
-// Why this order (docs/architecture.md, "The request chain"):
+// Why this order (docs/architecture.md, "Why this order"):
 // - request info first: every request is classified once (probe, admission review,
 //   conversion review, peer, /metrics, API request) and an API request's RequestInfo
 //   parsed once; every later step reads ctx.state instead of the path;
