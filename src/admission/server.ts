@@ -1,21 +1,15 @@
-// One AdmissionReview in, one out, for a declared webhook. Read top to bottom: content
-// type → hold its bytes in flight (or 429) → bounded body (these three shared with the
-// conversion server: src/core/review-io.ts) → parse → match the declaration
-// → depth → decide within the API server's deadline, told whether the caller is the API
-// server (ReviewContext) → patch → answer in the request's apiVersion → one log line of
-// bounded identifiers. A handler that throws, overruns or cannot evaluate the object gets
-// its registration's failurePolicy: never an HTTP 500.
+// One AdmissionReview in, one out, for a declared webhook. The sequence (content type →
+// bytes in flight → bounded body → parse → decide within the API server's deadline →
+// answer) is src/core/review-io.ts's reviewEndpoint, shared with the conversion server;
+// here only what is admission's: the envelope, matching the declaration, depth, the
+// handler told whether the caller is the API server (ReviewContext), the patch, the
+// answer in the request's apiVersion, one log line of bounded identifiers. A handler that
+// throws, overruns or cannot evaluate the object gets its registration's failurePolicy:
+// never an HTTP 500.
 import type Koa from 'koa';
 import { StatusError } from '../core/status.js';
 import { errorFields, flatLines, logField, type Logger } from '../log.js';
-import {
-  budgetMs,
-  inFlightBytes,
-  OverrunError,
-  receiveReview,
-  within,
-  type InFlight,
-} from '../core/review-io.js';
+import { inFlightBytes, OverrunError, reviewEndpoint, type InFlight } from '../core/review-io.js';
 import { jsonPatch } from './patch.js';
 import {
   MAX_OBJECT_DEPTH,
@@ -44,8 +38,9 @@ const reviewSeconds = histogram({
 });
 
 /**
- * One webhook's endpoint: the router (src/server/app.ts) has matched its path and POST and
- * knows whether the caller presented a client certificate from admission.clientCA.
+ * One webhook's endpoint (the shared sequence is src/core/review-io.ts's reviewEndpoint):
+ * the chain (src/server/app.ts) has matched its path and POST and tells whether the caller
+ * presented a client certificate from admission.clientCA.
  */
 export function admissionReview(
   webhook: Webhook,
@@ -53,61 +48,75 @@ export function admissionReview(
   inFlight: InFlight = inFlightBytes(Infinity),
 ): (ctx: Koa.Context, authenticated: boolean) => Promise<void> {
   const reviews = flatLines(log);
-  return async (ctx, authenticated) => {
-    const arrived = performance.now();
-    const received = await receiveReview(ctx, inFlight, MAX_REVIEW_BYTES);
-    const { apiVersion, request } = parseReview(received.body);
-    const who = {
-      webhook: webhook.name,
-      uid: logField(request.uid),
-      kind: logField(request.kind.kind),
-      namespace: logField(request.namespace ?? ''),
-      name: logField(nameOf(request)),
-    };
-
-    // The declaration is the filter too: a request no registration could have sent is let be.
-    const registration = matchingRegistration(webhook, request);
-    let response: AdmissionResponse;
-    try {
-      const deep = tooDeep(request);
-      if (deep) {
-        throw new WebhookFailure(
-          400,
-          'BadRequest',
-          `cannot evaluate request.${deep}: it is nested more than ${MAX_OBJECT_DEPTH} levels deep`,
-        );
-      }
-      const verdict = registration
-        ? await decideWithin(
-            webhook,
-            request,
-            { budget: budgetMs(ctx.query.timeout), since: arrived },
-            authenticated,
-          )
-        : allow();
-      response = toResponse(webhook, request, verdict);
-    } catch (err) {
-      log.error({ ...who, ...errorFields(err) }, 'admission webhook failed');
-      response = toResponse(webhook, request, failed(registration, webhook, err));
-    }
-    received.answer(reviewResponse(apiVersion, response));
-
-    const ms = performance.now() - arrived;
-    const decision = !response.allowed ? 'deny' : response.patch ? 'patch' : 'allow';
-    reviewSeconds.observe({ webhook: webhook.name, decision }, ms / 1000);
-    // Identifiers only, each bounded: the object's contents never reach the log.
-    reviews.info(
-      {
-        ...who,
-        operation: request.operation,
-        dryRun: request.dryRun === true,
-        authenticated,
-        decision,
-        ms: Math.round(ms * 100) / 100,
+  return reviewEndpoint<Review, Verdict, AdmissionResponse, boolean>(
+    {
+      maxBytes: MAX_REVIEW_BYTES,
+      decode(body) {
+        const { apiVersion, request } = parseReview(body);
+        return {
+          apiVersion,
+          request,
+          // The declaration is the filter too: a request no registration could have sent is let be.
+          registration: matchingRegistration(webhook, request),
+          who: {
+            webhook: webhook.name,
+            uid: logField(request.uid),
+            kind: logField(request.kind.kind),
+            namespace: logField(request.namespace ?? ''),
+            name: logField(nameOf(request)),
+          },
+        };
       },
-      'admission review',
-    );
-  };
+      decide({ request, registration }, budget, authenticated) {
+        const deep = tooDeep(request);
+        if (deep) {
+          throw new WebhookFailure(
+            400,
+            'BadRequest',
+            `cannot evaluate request.${deep}: it is nested more than ${MAX_OBJECT_DEPTH} levels deep`,
+          );
+        }
+        if (!registration) return allow();
+        // A mutating handler changes its own copy; the original is what the patch is from.
+        const mine =
+          webhook.type === 'mutating' && request.object
+            ? { ...request, object: cloneJson(request.object) }
+            : request;
+        return webhook.admit(mine, { ...budget, authenticated });
+      },
+      respond: ({ request }, verdict) => toResponse(webhook, request, verdict),
+      failed({ request, registration, who }, err) {
+        log.error({ ...who, ...errorFields(err) }, 'admission webhook failed');
+        return toResponse(webhook, request, failed(registration, webhook, err));
+      },
+      encode: ({ apiVersion }, response) => reviewResponse(apiVersion, response),
+      done({ request, who }, response, ms, authenticated) {
+        const decision = !response.allowed ? 'deny' : response.patch ? 'patch' : 'allow';
+        reviewSeconds.observe({ webhook: webhook.name, decision }, ms / 1000);
+        // Identifiers only, each bounded: the object's contents never reach the log.
+        reviews.info(
+          {
+            ...who,
+            operation: request.operation,
+            dryRun: request.dryRun === true,
+            authenticated,
+            decision,
+            ms: Math.round(ms * 100) / 100,
+          },
+          'admission review',
+        );
+      },
+    },
+    inFlight,
+  );
+}
+
+/** A decoded AdmissionReview and what the steps after decoding need of it. */
+interface Review {
+  apiVersion: ReturnType<typeof parseReview>['apiVersion'];
+  request: AdmissionRequest;
+  registration: Registration | undefined;
+  who: Record<string, string>;
 }
 
 /** request.name, or the object's metadata.name where that is a string. */
@@ -129,38 +138,17 @@ class WebhookFailure extends Error {
 }
 
 /**
- * Runs the handler within the budget. A mutating handler changes its own copy of the
- * object; the original is what the patch is computed from. Throws on overrun.
- */
-async function decideWithin(
-  webhook: Webhook,
-  request: AdmissionRequest,
-  time: { budget: number; since: number },
-  authenticated: boolean,
-): Promise<Verdict> {
-  const mine =
-    webhook.type === 'mutating' && request.object
-      ? { ...request, object: cloneJson(request.object) }
-      : request;
-  try {
-    return await within(
-      time.budget,
-      (b) => webhook.admit(mine, { ...b, authenticated }),
-      time.since,
-    );
-  } catch (e) {
-    if (e instanceof OverrunError) throw new WebhookFailure(504, 'Timeout', e.message);
-    throw e;
-  }
-}
-
-/**
  * What the API server would do with a webhook that failed: Ignore allows (with a warning
  * saying so), Fail denies. The message names the error's class only: a handler's message
  * may quote the object.
  */
 function failed(registration: Registration | undefined, webhook: Webhook, err: unknown): Verdict {
-  const known = err instanceof WebhookFailure ? err : undefined;
+  const known =
+    err instanceof OverrunError
+      ? new WebhookFailure(504, 'Timeout', err.message)
+      : err instanceof WebhookFailure
+        ? err
+        : undefined;
   const what = known ? known.message : `failed: ${errorFields(err).error}`;
   const message = `annex webhook "${registration?.name ?? webhook.name}" ${what}`;
   if (registration?.failurePolicy === 'Ignore') {

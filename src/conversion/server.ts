@@ -1,26 +1,20 @@
-// One ConversionReview in, one out, for a declared conversion. Read top to bottom:
-// content type → hold its bytes in flight (or 429) → bounded body (src/core/review-io.ts,
-// shared with the admission server) → parse the envelope (400 if it is not a review) →
-// convert within the API server's deadline → answer with the uid → one log line of
-// bounded identifiers. A converter that throws, overruns, or returns metadata it may not
+// One ConversionReview in, one out, for a declared conversion. The sequence (content
+// type → bytes in flight → bounded body → parse → decide within the API server's
+// deadline → answer) is src/core/review-io.ts's reviewEndpoint, shared with the admission
+// server; here only what is conversion's: the envelope (400 if it is not a review),
+// converting, the answer with the uid, one log line of bounded identifiers. A converter that throws, overruns, or returns metadata it may not
 // change is a `Failed` result with a message: never an HTTP 500, never a value in a log.
 import { histogram } from '../core/metric.js';
 import type Koa from 'koa';
 import { errorFields, logField, type Logger } from '../log.js';
-import {
-  budgetMs,
-  inFlightBytes,
-  OverrunError,
-  receiveReview,
-  within,
-  type InFlight,
-} from '../core/review-io.js';
+import { inFlightBytes, OverrunError, reviewEndpoint, type InFlight } from '../core/review-io.js';
 import type { Conversion } from './declare.js';
 import {
   ConversionFailure,
   conversionReviewResponse,
   convertAll,
   parseConversionReview,
+  type ConversionRequest,
   type ConversionResponse,
 } from './review.js';
 
@@ -39,48 +33,70 @@ const reviewSeconds = histogram({
   buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.1, 0.5, 1, 5],
 });
 
-/** One conversion's endpoint: the router (src/server/app.ts) has matched its path and POST. */
+/** One conversion's endpoint: the chain (src/server/app.ts) has matched its path and POST. */
 export function conversionReview(
   conversion: Conversion,
   log: Logger,
   inFlight: InFlight = inFlightBytes(Infinity),
 ): (ctx: Koa.Context) => Promise<void> {
-  return async (ctx) => {
-    const arrived = performance.now();
-    const received = await receiveReview(ctx, inFlight, MAX_CONVERSION_REVIEW_BYTES);
-    const request = parseConversionReview(received.body);
-    const who = {
-      conversion: conversion.name,
-      uid: logField(request.uid),
-      desired: logField(request.desiredAPIVersion, 128),
-      objects: request.objects.length,
-    };
-    let response: ConversionResponse;
-    try {
-      const budget = budgetMs(ctx.query.timeout, CONVERSION_TIMEOUT_MS);
-      const convertedObjects = await within(budget, () => convertAll(conversion, request), arrived);
-      response = { uid: request.uid, convertedObjects, result: { status: 'Success' } };
-    } catch (err) {
-      // annex's own messages hold identifiers only; anyone else's, the class only.
-      const ours = err instanceof ConversionFailure || err instanceof OverrunError;
-      const message = ours ? err.message : `failed: ${errorFields(err).error}`;
-      // A converter's own error: its class and stack frames say where it failed.
-      const cause = err instanceof ConversionFailure && err.cause !== undefined ? err.cause : err;
-      log.error(
-        { ...who, ...errorFields(cause), ...(ours ? { why: message } : {}) },
-        'conversion failed',
-      );
-      response = {
+  const endpoint = reviewEndpoint<
+    Review,
+    ConversionResponse['convertedObjects'],
+    ConversionResponse,
+    undefined
+  >(
+    {
+      maxBytes: MAX_CONVERSION_REVIEW_BYTES,
+      defaultTimeoutMs: CONVERSION_TIMEOUT_MS,
+      decode(body) {
+        const request = parseConversionReview(body);
+        const who = {
+          conversion: conversion.name,
+          uid: logField(request.uid),
+          desired: logField(request.desiredAPIVersion, 128),
+          objects: request.objects.length,
+        };
+        return { request, who };
+      },
+      decide: ({ request }) => convertAll(conversion, request),
+      respond: ({ request }, convertedObjects) => ({
         uid: request.uid,
-        convertedObjects: [],
-        result: { status: 'Failed', message: `annex conversion "${conversion.name}": ${message}` },
-      };
-    }
-    received.answer(conversionReviewResponse(response));
+        convertedObjects,
+        result: { status: 'Success' },
+      }),
+      failed({ request, who }, err) {
+        // annex's own messages hold identifiers only; anyone else's, the class only.
+        const ours = err instanceof ConversionFailure || err instanceof OverrunError;
+        const message = ours ? err.message : `failed: ${errorFields(err).error}`;
+        // A converter's own error: its class and stack frames say where it failed.
+        const cause = err instanceof ConversionFailure && err.cause !== undefined ? err.cause : err;
+        log.error(
+          { ...who, ...errorFields(cause), ...(ours ? { why: message } : {}) },
+          'conversion failed',
+        );
+        return {
+          uid: request.uid,
+          convertedObjects: [],
+          result: {
+            status: 'Failed',
+            message: `annex conversion "${conversion.name}": ${message}`,
+          },
+        };
+      },
+      encode: (_, response) => conversionReviewResponse(response),
+      done({ who }, response, ms) {
+        const result = response.result.status === 'Success' ? 'success' : 'failed';
+        reviewSeconds.observe({ conversion: conversion.name, result }, ms / 1000);
+        log.info({ ...who, result, ms: Math.round(ms * 100) / 100 }, 'conversion review');
+      },
+    },
+    inFlight,
+  );
+  return (ctx) => endpoint(ctx, undefined);
+}
 
-    const ms = performance.now() - arrived;
-    const result = response.result.status === 'Success' ? 'success' : 'failed';
-    reviewSeconds.observe({ conversion: conversion.name, result }, ms / 1000);
-    log.info({ ...who, result, ms: Math.round(ms * 100) / 100 }, 'conversion review');
-  };
+/** A decoded ConversionReview and its bounded identifiers for the log. */
+interface Review {
+  request: ConversionRequest;
+  who: { conversion: string; uid: string; desired: string; objects: number };
 }

@@ -1,7 +1,8 @@
 // What every review the API server POSTs to annex shares (AdmissionReview, ConversionReview):
 // JSON only → hold its bytes in flight (or 429) → a bounded body → parse → decide within
 // the API server's deadline → one serialised answer that counts as in flight until sent.
-// The review-specific parts (envelope, decision, answer) live with each kind of review.
+// reviewEndpoint is that sequence, once; the review-specific parts (envelope, decision,
+// failure, answer, log line) are the ReviewSpec each kind of review gives it.
 import type { IncomingMessage } from 'node:http';
 import type { Http2ServerRequest } from 'node:http2';
 import type Koa from 'koa';
@@ -204,3 +205,48 @@ export async function within<T>(
 
 const isThenable = <T>(v: T | PromiseLike<T>): v is PromiseLike<T> =>
   typeof (v as { then?: unknown } | null)?.then === 'function';
+
+/** What one kind of review (admission, conversion) adds to the shared sequence. */
+export interface ReviewSpec<Req, Decision, Res, Caller> {
+  /** Bound on one review's bytes (413 beyond it). */
+  maxBytes: number;
+  /** The API server's deadline when the review's ?timeout= is absent. */
+  defaultTimeoutMs?: number;
+  /** The envelope → the request (a StatusError, 400, if it is not one). */
+  decode(body: unknown): Req;
+  /** The handler, within the budget (sync or async; may throw). */
+  decide(req: Req, budget: Budget, caller: Caller): Decision | Promise<Decision>;
+  /** The decision → the response (may throw too: it is then a failure). */
+  respond(req: Req, decision: Decision): Res;
+  /** A throw, an overrun (OverrunError) or a response that could not be made → the answer. */
+  failed(req: Req, err: unknown): Res;
+  /** The response → the review sent back. */
+  encode(req: Req, res: Res): unknown;
+  /** After the answer: metrics and the one log line. */
+  done(req: Req, res: Res, ms: number, caller: Caller): void;
+}
+
+/**
+ * One review endpoint: receive (415, 429, 413, 400 as Status), decode, decide within the
+ * API server's deadline counted from arrival, map any failure to the spec's answer (never
+ * an HTTP 500), encode, answer, then `done`. The router has matched path and method.
+ */
+export function reviewEndpoint<Req, Decision, Res, Caller = undefined>(
+  spec: ReviewSpec<Req, Decision, Res, Caller>,
+  inFlight: InFlight,
+): (ctx: Koa.Context, caller: Caller) => Promise<void> {
+  return async (ctx, caller) => {
+    const arrived = performance.now();
+    const received = await receiveReview(ctx, inFlight, spec.maxBytes);
+    const req = spec.decode(received.body);
+    let res: Res;
+    try {
+      const budget = budgetMs(ctx.query.timeout, spec.defaultTimeoutMs);
+      res = spec.respond(req, await within(budget, (b) => spec.decide(req, b, caller), arrived));
+    } catch (err) {
+      res = spec.failed(req, err);
+    }
+    received.answer(spec.encode(req, res));
+    spec.done(req, res, performance.now() - arrived, caller);
+  };
+}

@@ -1,28 +1,46 @@
 // The one place the request path is composed. Read it top to bottom: each middleware
-// does one thing, in the order k8s.io/apiserver's filter chain does it. Nothing below is
-// specific to a feature: webhooks and groups come from the features' declarations.
+// does one thing, in the order k8s.io/apiserver's filter chain does it (WithRequestInfo,
+// WithAuthentication, WithPriorityAndFairness / WithMaxInFlightLimit, WithAuthorization,
+// then the handlers). Nothing below is specific to a feature: webhooks, conversions, peer
+// endpoints and groups come from the features' declarations.
+//
+// Why this order (docs/architecture.md, "Why this order"):
+// - request info first: every request is classified once (probe, admission review,
+//   conversion review, peer, /metrics, API request) and an API request's RequestInfo
+//   parsed once; every later step reads ctx.state instead of the path;
+// - probes are answered right after: kubelet's and the aggregator's checks must not depend
+//   on the API server (authentication) nor wait behind a full in-flight class;
+// - authentication before the in-flight bounds, so fairness can key on the caller: a
+//   review's caller is the API server's client certificate (admission.clientCA), a peer's
+//   annex's CA, everything else delegated authentication (or refused with no API server);
+// - authorization last, then routing: reviews and peers were authorized by their
+//   certificate; metrics and API requests ask the API server (SubjectAccessReview).
+// Before any of it, the connection layer answers on its own (connections.ts, listen.ts):
+// TLS handshake, header and body deadlines (HTTP/2 bodies 408), the connection cap (503
+// with Retry-After, Connection: close or GOAWAY); then steps 0–2 below wrap the chain:
+// an unread body discarded or the connection closed, the access log, every failure a Status.
 import type { X509Certificate } from 'node:crypto';
-import Router from '@koa/router';
 import Koa from 'koa';
-import { admissionReview } from '../admission/server.js';
-import { webhookPath, type Webhook } from '../admission/webhook.js';
+import type { Webhook } from '../admission/webhook.js';
 import type { DelegatedAuth } from '../apiserver/auth/index.js';
-import { aggregatedApi, requestInfoMiddleware } from '../apiserver/handler.js';
-import { forbiddenPath, methodNotAllowedPath, unauthorized } from '../core/status.js';
+import { aggregatedApi } from '../apiserver/handler.js';
+import { forbiddenPath, methodNotAllowedPath } from '../core/status.js';
 import type { GroupVersionDecl } from '../core/types.js';
-import { conversionPath, type Conversion } from '../conversion/declare.js';
-import { conversionReview } from '../conversion/server.js';
+import type { Conversion } from '../conversion/declare.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../core/feature.js';
 import { accessLog } from './access-log.js';
-import { peerEndpoints } from './client-cert.js';
+import { peerEndpointMap } from './client-cert.js';
 import { statusErrors } from './errors.js';
 import { health, type Readiness } from './health.js';
 import { prometheusEndpoint } from './prometheus.js';
 import { fairShare, overload, type InFlightLimits } from './overload.js';
-import { inFlightBytes } from '../core/review-io.js';
-import type { ReviewCaller, ReviewCallers } from './review-callers.js';
+import { classifiedOf, requestKind, type Endpoint } from './request-kind.js';
+import type { ReviewCallers } from './review-callers.js';
+import { reviewEndpoints } from './review-endpoints.js';
 import { unreadBody } from './unread-body.js';
+
+export { reviewRoutes } from './review-endpoints.js';
 
 export interface AppParts {
   log: Logger;
@@ -57,86 +75,64 @@ export function createApp(parts: AppParts): Koa {
   const app = new Koa();
   // Koa's default 'error' listener prints stacks to stderr; statusErrors already logs.
   app.silent = true;
-  app.use(unreadBody()); // 0. an answer sent before its body was read: discard the rest, or close
-  app.use(accessLog(parts.log)); // 1. one line per request: method, path, the code sent, latency
-  app.use(statusErrors(parts.log)); // 2. every failure below → a Status JSON
-  app.use(health(parts.readiness)); // 3. probes, before any authentication
-  if (parts.maxInFlight) app.use(overload(parts.maxInFlight).middleware); // 3b. in-flight bound per priority class, else 429
-  app.use(
-    reviewRoutes(parts, parts.log, {
+  const endpoints = new Map<string, Endpoint>([
+    ...reviewEndpoints(parts, parts.log, {
       maxBytesInFlight: parts.maxReviewBytesInFlight,
       ...(parts.reviewCallers ? { callers: parts.reviewCallers } : {}),
       requireClientCert: parts.requireClientCert ?? false,
     }),
-  ); // 4. Admission- and ConversionReviews from the API server (its caller told, or 401 if required)
-  if (parts.annexCa && parts.features?.some((f) => f.peer)) {
-    app.use(peerEndpoints(parts.features, parts.annexCa, parts.log)); // 4b. other replicas of annex, by annex's CA
+    ...(parts.annexCa && parts.features?.some((f) => f.peer)
+      ? peerEndpointMap(parts.features, parts.annexCa, parts.log)
+      : []),
+  ]);
+  // The connection layer's answers, before the chain proper:
+  app.use(unreadBody()); // 0. an answer sent before its body was read: discard the rest, or close
+  app.use(accessLog(parts.log)); // 1. one line per request: method, path, the code sent, latency
+  app.use(statusErrors(parts.log)); // 2. every failure below → a Status JSON
+  // The chain, in k8s.io/apiserver's order:
+  app.use(requestKind(endpoints)); // 3. request info: what it is (probe, review, peer, metrics, API), parsed once
+  app.use(health(parts.readiness)); // 4. probes: answered here, never authenticated nor counted
+  app.use(authentication(parts)); // 5. who: the endpoint's certificate check, else delegated authn
+  if (parts.maxInFlight) {
+    app.use(overload(parts.maxInFlight).middleware); // 6. in-flight bound per priority class, else 429
+    app.use(fairShare(parts.maxInFlight)); // 6b. each caller its share of its class, else 429
   }
-  app.use(requestInfoMiddleware()); // 5. verb, group, resource, namespace, name: parsed once
-  if (parts.auth) {
-    app.use(parts.auth.authenticate); // 6. who: front-proxy cert + X-Remote-*, client cert, token
-    if (parts.maxInFlight) app.use(fairShare(parts.maxInFlight)); // 6b. each caller its share of its class, else 429
-    app.use(parts.auth.authorize); // 7. may they: SubjectAccessReview, cached
-  } else if (!parts.trustLoopback) {
-    app.use(refuseWithoutApiServer); // 6–7. nobody to ask: refuse all but the above
-  }
+  app.use(declaredEndpoints); // 7. reviews and peers: authorized by their certificate in 5
+  if (parts.auth) app.use(parts.auth.authorize); // 7b. may they: SubjectAccessReview, cached
   app.use(prometheusEndpoint()); // 8. GET /metrics
   if (parts.groups.length) app.use(aggregatedApi(parts.groups, { stop: parts.stopWatches })); // 9. discovery, OpenAPI, get/list/watch
   return app;
 }
 
-const NO_CALLERS: ReviewCallers['of'] = () => ({
-  authenticated: false,
-  reason: 'admission.clientCA is not set',
-});
-
 /**
- * POST /validate/<name>, /mutate/<name> (one route per declared webhook) and
- * /convert/<name> (one per declared conversion), sharing one bound on review bytes. Only
- * AdmissionReviews are asked for the API server's certificate: the API server calls
- * conversion webhooks without one (apiextensions-apiserver gives them no kubeconfig).
+ * Step 5: a declared endpoint's caller is checked by its certificate (a wrong method is
+ * not: step 7 answers it 405); metrics and API requests by delegated authentication
+ * (front-proxy cert + X-Remote-*, client cert, token), or refused with no API server to
+ * ask unless annex trusts loopback.
  */
-export function reviewRoutes(
-  declared: { webhooks: Webhook[]; conversions?: Conversion[] },
-  log: Logger,
-  opts: { maxBytesInFlight?: number; callers?: ReviewCallers; requireClientCert?: boolean } = {},
-): Koa.Middleware {
-  const router = new Router();
-  const inFlight = inFlightBytes(opts.maxBytesInFlight ?? Infinity);
-  const callers = opts.callers;
-  const callerOf: ReviewCallers['of'] = callers ? (ctx, w) => callers.of(ctx, w) : NO_CALLERS;
-  const refuse = (ctx: Koa.Context, caller: ReviewCaller) => {
-    if (caller.authenticated || !opts.requireClientCert) return;
-    log.warn(
-      { path: ctx.path, reason: caller.reason },
-      'admission review: client certificate refused',
-    );
-    throw unauthorized();
+function authentication(parts: AppParts): Koa.Middleware {
+  const delegated = parts.auth
+    ? parts.auth.authenticate
+    : parts.trustLoopback
+      ? undefined
+      : refuseWithoutApiServer;
+  return (ctx, next) => {
+    const { endpoint } = classifiedOf(ctx);
+    if (endpoint) {
+      if (ctx.method === endpoint.method) endpoint.authenticate(ctx);
+      return next();
+    }
+    return delegated ? delegated(ctx, next) : next();
   };
-  // The API server calls the exact paths: those are one map lookup. Anything else (another
-  // case, a trailing slash) goes through the router, which matches as before.
-  const exact = new Map<string, Koa.Middleware>();
-  const post = (path: string, review: (ctx: Koa.Context) => Promise<void>) => {
-    const route: Koa.Middleware = async (ctx) => {
-      if (ctx.method !== 'POST') throw methodNotAllowedPath();
-      await review(ctx);
-    };
-    exact.set(path, route);
-    router.all(path, route);
-  };
-  for (const w of declared.webhooks) {
-    const admit = admissionReview(w, log, inFlight);
-    post(webhookPath(w), (ctx) => {
-      const caller = callerOf(ctx, w.name);
-      refuse(ctx, caller);
-      return admit(ctx, caller.authenticated);
-    });
-  }
-  for (const c of declared.conversions ?? [])
-    post(conversionPath(c), conversionReview(c, log, inFlight));
-  const routed = router.routes() as unknown as Koa.Middleware;
-  return (ctx, next) => (exact.get(ctx.path) ?? routed)(ctx, next);
 }
+
+/** Step 7: the endpoint step 3 found by exact path, for its one method (else 405). */
+const declaredEndpoints: Koa.Middleware = (ctx, next) => {
+  const { endpoint } = classifiedOf(ctx);
+  if (!endpoint) return next();
+  if (ctx.method !== endpoint.method) throw methodNotAllowedPath();
+  return endpoint.serve(ctx);
+};
 
 const refuseWithoutApiServer: Koa.Middleware = (ctx) => {
   throw forbiddenPath(

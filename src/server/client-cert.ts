@@ -8,9 +8,10 @@ import type { X509Certificate } from 'node:crypto';
 import type Koa from 'koa';
 import { tlsSocketOf } from '../apiserver/auth/authenticate.js';
 import { peerChain, verifyClientChain } from '../apiserver/auth/x509.js';
-import { methodNotAllowedPath, unauthorized } from '../core/status.js';
+import { unauthorized } from '../core/status.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../core/feature.js';
+import { serveEndpoints, type Endpoint } from './request-kind.js';
 
 /** Why the request's client certificate does not chain to `roots`, or undefined when it does. */
 function clientCertProblem(ctx: Koa.Context, roots: X509Certificate[]): string | undefined {
@@ -20,46 +21,46 @@ function clientCertProblem(ctx: Koa.Context, roots: X509Certificate[]): string |
   return r.ok ? undefined : r.error;
 }
 
-/** 401 unless the request presents a certificate chaining to `roots` (logged with the reason). */
-export function requireClientCert(
-  roots: () => X509Certificate[],
+/** The 401 for a request whose certificate does not chain to `roots` (logged with the reason). */
+export function refuseUnlessChainsTo(
+  ctx: Koa.Context,
+  roots: X509Certificate[],
   log: Logger,
   what: string,
-): Koa.Middleware {
-  return async (ctx, next) => {
-    const problem = clientCertProblem(ctx, roots());
-    if (problem) {
-      log.warn({ path: ctx.path, reason: problem }, `${what}: client certificate refused`);
-      throw unauthorized();
-    }
-    await next();
-  };
+): void {
+  const problem = clientCertProblem(ctx, roots);
+  if (!problem) return;
+  log.warn({ path: ctx.path, reason: problem }, `${what}: client certificate refused`);
+  throw unauthorized();
 }
 
 export const PEER_PREFIX = '/peers/';
 
 /** GET /peers/<feature>/<name>: the features' peer endpoints, for annex's own replicas only. */
-export function peerEndpoints(
+export function peerEndpointMap(
   features: readonly Feature[],
   annexCa: () => X509Certificate[],
   log: Logger,
-): Koa.Middleware {
-  const handlers = new Map<string, () => unknown>();
+): Map<string, Endpoint> {
+  const endpoints = new Map<string, Endpoint>();
   for (const f of features) {
     for (const [name, handler] of Object.entries(f.peer ?? {})) {
-      handlers.set(`${PEER_PREFIX}${f.name}/${name}`, handler);
+      endpoints.set(`${PEER_PREFIX}${f.name}/${name}`, {
+        kind: 'peer',
+        method: 'GET',
+        authenticate: (ctx) => refuseUnlessChainsTo(ctx, annexCa(), log, 'peer endpoint'),
+        async serve(ctx) {
+          const body = await handler();
+          ctx.status = 200;
+          ctx.set('Content-Type', 'application/json');
+          ctx.body = JSON.stringify(body);
+        },
+      });
     }
   }
-  const gate = requireClientCert(annexCa, log, 'peer endpoint');
-  return async (ctx, next) => {
-    const handler = handlers.get(ctx.path);
-    if (!handler) return next();
-    if (ctx.method !== 'GET') throw methodNotAllowedPath();
-    await gate(ctx, async () => {
-      const body = await handler();
-      ctx.status = 200;
-      ctx.set('Content-Type', 'application/json');
-      ctx.body = JSON.stringify(body);
-    });
-  };
+  return endpoints;
 }
+
+/** The peer endpoints alone, as a middleware (a replica's server in tests). */
+export const peerEndpoints = (...args: Parameters<typeof peerEndpointMap>): Koa.Middleware =>
+  serveEndpoints(peerEndpointMap(...args));

@@ -7,21 +7,28 @@
 // prefix reads as passing to anything that parses those, and the note follows `: ` as a
 // failure's reason does.
 import type Koa from 'koa';
-
-export const HEALTH_PATHS = new Set(['/livez', '/readyz', '/healthz']);
+import { asApiRequest, classifiedOf, probeOf } from './request-kind.js';
 
 /** Named checks: true when passing (with an optional note), else the reason (shown by ?verbose). */
 export type Readiness = () => [name: string, result: true | string, note?: string][];
 
+/**
+ * Answers the probes step 3 (request-kind.ts) classified (or, alone, those it sees).
+ * A check that does not exist goes on as an API request: a 404 like any unknown path.
+ */
 export function health(readiness: Readiness): Koa.Middleware {
   return async (ctx, next) => {
-    const [, root = '', one, extra] = ctx.path.split('/');
-    if (!HEALTH_PATHS.has(`/${root}`) || extra !== undefined) return next();
-    if (ctx.method !== 'GET' && ctx.method !== 'HEAD') return next();
+    const state = classifiedOf(ctx);
+    const probe = state.kind ? state.probe : probeOf(ctx.method, ctx.path);
+    if (!probe) return next();
+    const { root, check: one } = probe;
     let checks: ReturnType<Readiness> = [['ping', true], ...(root === 'readyz' ? readiness() : [])];
     if (one !== undefined) {
       checks = checks.filter(([name]) => name === one);
-      if (checks.length === 0) return next();
+      if (checks.length === 0) {
+        if (state.kind) asApiRequest(ctx);
+        return next();
+      }
     }
     const failed = checks.filter(([, r]) => r !== true);
     ctx.type = 'text/plain; charset=utf-8';

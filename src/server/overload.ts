@@ -1,6 +1,7 @@
 // Overload protection, as kube-apiserver's max-in-flight filter and API Priority and
 // Fairness do it in spirit: each request is put in one priority class by method and path
-// alone (before authentication, so a refusal costs next to nothing), each class has its
+// alone (by the request-info step; the bound is checked after authentication, as
+// k8s.io/apiserver does, so that fairness can key on the caller), each class has its
 // own bound on requests in flight, and beyond it the request gets at once a 429 Status
 // with Retry-After. Separate budgets are the priority: a runaway client that fills
 // `requests` cannot take a slot from the API server's own calls.
@@ -92,8 +93,9 @@ export function overload(limits: InFlightLimits): Overload {
   const releaseWatch = () => void held.watch--;
 
   const middleware: Koa.Middleware = async (ctx, next) => {
-    const p = priorityOf(ctx.method, ctx.url);
-    (ctx.state as { priority?: Priority }).priority = p;
+    // Decided once by the chain's request-info step (request-kind.ts); alone, here.
+    const state = ctx.state as { priority?: Priority };
+    const p = (state.priority ??= priorityOf(ctx.method, ctx.url));
     if (held[p] >= limits[p]) {
       refusedBy[p].inc();
       refuse(ctx);

@@ -3,6 +3,7 @@
 // authorization, like kube-apiserver's /metrics (a non-resource URL: `get /metrics`).
 import type Koa from 'koa';
 import { collectDefaultMetrics, register } from 'prom-client';
+import { classifiedOf } from './request-kind.js';
 
 let defaultsCollected = false;
 
@@ -12,7 +13,9 @@ export function prometheusEndpoint(): Koa.Middleware {
     defaultsCollected = true;
   }
   return async (ctx, next) => {
-    if (ctx.path !== '/metrics' || ctx.method !== 'GET') return next();
+    const { kind } = classifiedOf(ctx);
+    const metrics = kind ? kind === 'metrics' : ctx.path === '/metrics' && ctx.method === 'GET';
+    if (!metrics) return next();
     ctx.type = register.contentType;
     ctx.body = await register.metrics();
   };
