@@ -15,6 +15,7 @@ import * as wire from '../../src/devcluster/wire.js';
 import { KubeClient } from '../../src/kube/client.js';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.js';
 import { annexGet, startTestAnnex, type TestAnnex } from '../cluster/annex.js';
+import { HPA_CONTROLLERS } from '../cluster/control-plane.js';
 import { describeCluster, kubectl } from '../cluster/harness.js';
 import { eventually } from '../cluster/kubelet.js';
 
@@ -69,17 +70,7 @@ describeCluster(
     beforeAll(async () => {
       const t0 = Date.now();
       c = await cp.start(() => {}, {
-        controllerManager: {
-          controllers: [
-            'deployment-controller',
-            'replicaset-controller',
-            'horizontal-pod-autoscaler-controller',
-          ],
-          args: [
-            '--horizontal-pod-autoscaler-sync-period=1s',
-            '--horizontal-pod-autoscaler-downscale-stabilization=0s',
-          ],
-        },
+        controllerManager: HPA_CONTROLLERS,
       });
       kube = new KubeClient(loadKubeconfig(c.adminKubeconfig));
       source = createServer((req, res) => {

@@ -21,7 +21,12 @@ import { join } from 'node:path';
 import ts from 'typescript';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { parse, parseAllDocuments, parseDocument, stringify } from 'yaml';
-import { ControlPlane, freePort, type ClusterInfo } from '../cluster/control-plane.js';
+import {
+  ControlPlane,
+  freePort,
+  HPA_CONTROLLERS,
+  type ClusterInfo,
+} from '../cluster/control-plane.js';
 import { describeCluster, kubectl, type RunResult } from '../cluster/harness.js';
 import { installAsPod, machineOverrides, setPath } from '../cluster/install.js';
 import {
@@ -79,17 +84,7 @@ describeCluster(
     beforeAll(async () => {
       const t0 = Date.now();
       c = await cp.start(() => {}, {
-        controllerManager: {
-          controllers: [
-            'deployment-controller',
-            'replicaset-controller',
-            'horizontal-pod-autoscaler-controller',
-          ],
-          args: [
-            '--horizontal-pod-autoscaler-sync-period=1s',
-            '--horizontal-pod-autoscaler-downscale-stabilization=0s',
-          ],
-        },
+        controllerManager: HPA_CONTROLLERS,
       });
       // The package as a user has it (what `npm pack` ships, node_modules linked), and the
       // conversion example built beside it, importing 'annex' from that package.
