@@ -19,6 +19,9 @@ const repo = join(import.meta.dirname, '..', '..');
 /** Marker scenes that name a test file: docs-console.test.ts leaves these blocks to it. */
 export const isAcceptanceScene = (scene: string) => scene.startsWith('test/e2e/');
 
+/** The doc's command, less a trailing `# note` for the reader, is the one the suite ran. */
+const sameCommand = (doc: string, ran: string) => doc.replace(/\s+#\s.*$/, '') === ran;
+
 /**
  * Compares what `command` printed in the suite `suite` (e.g. 'test/e2e/install.test.ts')
  * with the step of `page` that shows it.
@@ -36,15 +39,15 @@ export function expectRecorded(
       b.marker &&
       'recorded' in b.marker &&
       b.marker.recorded === suite &&
-      b.steps.some((s) => s.command === command),
+      b.steps.some((s) => sameCommand(s.command, command)),
   );
   expect(block, `${page}: no block recorded by ${suite} shows $ ${command}`).toBeDefined();
   const steps = block!.steps.map((s) => {
-    if (s.command !== command) return s;
+    if (!sameCommand(s.command, command)) return s;
     const lines = outputLines(printed);
     if (outputMatches(s.output, lines)) return s;
     if (process.env.ANNEX_RECORD !== '1' || s.output.some(isElision))
-      expect(`$ ${command}\n${lines.join('\n')}`).toBe(`$ ${command}\n${s.output.join('\n')}`);
+      expect(`$ ${s.command}\n${lines.join('\n')}`).toBe(`$ ${s.command}\n${s.output.join('\n')}`);
     return { ...s, output: lines };
   });
   if (steps.some((s, i) => s !== block!.steps[i])) {

@@ -16,6 +16,7 @@ import { KubeClient } from '../../src/kube/client.js';
 import { loadKubeconfig } from '../../src/kube/kubeconfig.js';
 import { annexGet, startTestAnnex, type TestAnnex } from '../cluster/annex.js';
 import { HPA_CONTROLLERS } from '../cluster/control-plane.js';
+import { expectRecorded } from '../docs/acceptance.js';
 import { describeCluster, kubectl } from '../cluster/harness.js';
 import { eventually } from '../cluster/kubelet.js';
 
@@ -325,6 +326,7 @@ describeCluster(
       latencies.push(await scaleTo('rps', '{"rps": 50}', 'web', 5));
       latencies.push(await scaleTo('rps', '{"rps": 20}', 'web', 2));
       const describe = await describeWhen('web', /\(target average value\):\s+10 \/ 10/);
+      expectRecorded('docs/tour.md', 'test/e2e/hpa.test.ts', 'kubectl describe hpa web', describe);
       console.error(`--- kubectl describe hpa web\n${describe}`);
       expect(describe).toMatch(
         /"requests_per_second" on Ingress\/web \(target average value\):\s+10 \/ 10/,
@@ -344,7 +346,12 @@ describeCluster(
         /metric mail_queue is unavailable \(ExternalMetric shop\/mail-queue\): the body is not JSON \(at byte 0\)$/,
       );
       const describe = await k(['describe', 'hpa', 'mailer', '-n', ns]);
-      console.error(`--- kubectl describe hpa mailer (garbage source)\n${describe}`);
+      expectRecorded(
+        'docs/tour.md',
+        'test/e2e/hpa.test.ts',
+        'kubectl describe hpa mailer',
+        describe,
+      );
       expect(describe).toMatch(/FailedGetExternalMetric/);
       expect(await replicas('mailer')).toBe(1);
       // The others still scale.

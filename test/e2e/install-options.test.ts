@@ -35,6 +35,7 @@ import {
   type FakeMetricsCluster,
 } from '../cluster/kubelet.js';
 import { canRunAsPod, type AnnexPod } from '../cluster/pod.js';
+import { expectRecorded } from '../docs/acceptance.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const NS = 'annex-system';
@@ -331,7 +332,11 @@ describeCluster(
         await k(['get', 'deployment', 'worker', '-n', 'shop', '-o', 'json']),
       );
       expect(deploy.spec.replicas).toBe(2);
+      const suite = 'test/e2e/install-options.test.ts';
+      const row = await k(['get', 'hpa', 'worker', '-n', 'shop']);
+      expectRecorded('docs/tour.md', suite, 'kubectl get hpa worker', row);
       const describe = await k(['describe', 'hpa', 'worker', '-n', 'shop']);
+      expectRecorded('docs/tour.md', suite, 'kubectl describe hpa worker', describe);
       expect(describe).toMatch(/"queue_depth" \(target average value\):\s+10 \/ 10/);
       expect(describe).toMatch(/ScalingActive\s+True\s+ValidMetricFound/);
       expect(describe).toMatch(
