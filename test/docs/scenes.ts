@@ -118,10 +118,12 @@ export const SCENES: Record<string, Setup> = {
     annex: { policy: { enabled: true }, metrics: { enabled: false } } as ConfigOverrides,
     before: {
       'kubectl get admissionpolicies': enforced(DEMO_POLICIES),
-      // The native policies are in force once the API server denies with them.
+      // The native policies are in force once the API server denies with them. The probe's
+      // image is pinned: until the policies are in force its review reaches annex's webhook,
+      // and a pinned-images denial of it would be one more row of `admissionevents`.
       'kubectl apply -f web.yaml': (ctx) =>
         until(
-          'kubectl create deployment probe.x --image=nginx --dry-run=server',
+          'kubectl create deployment probe.x --image=nginx:1.27 --dry-run=server',
           (out) => /annex-workload-names/.test(out) && /annex-app-name-label/.test(out),
           ctx,
         ),
