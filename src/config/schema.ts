@@ -84,7 +84,8 @@ export interface Config {
     overlapSeconds: number;
     /**
      * Objects whose caBundle annex keeps equal to its CA, at start and on every
-     * certificate change (in a cluster; needs patch RBAC on exactly these names).
+     * certificate change (in a cluster; needs patch RBAC on exactly these names). A target
+     * missing or refused is logged and retried with backoff; annex serves meanwhile.
      */
     inject: {
       /** APIService names (spec.caBundle). */

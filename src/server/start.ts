@@ -96,7 +96,7 @@ export async function startAnnex(
     throw new UserError(
       `registration.apply needs a CA to register: ${config.tls.dir} has no ca.crt`,
     );
-  const injectCa = caInjector(config, kube, log);
+  const injectCa = caInjector(config, kube, queue, log);
   await injectCa(serving.ca);
   const { webhooks, conversions, groups } = declarationsOf(features);
   const auth = await startAuth(config, kube, groups.length > 0, log);
@@ -199,7 +199,7 @@ export async function startAnnex(
       serving = m;
       listening.updateTls(tls());
       void injectCa(m.ca).catch((e: Error) =>
-        log.error({ error: e.message }, 'caBundle injection failed'),
+        log.error({ error: e.message }, 'caBundle injection failed (tls.inject)'),
       );
       log.info({ dir: config.tls.dir }, 'reloaded serving certificate');
     },
@@ -344,22 +344,51 @@ const rulesOnly = (o: Rendered): Rendered => ({
   webhooks: (o.webhooks as Rendered[]).map((w) => ({ name: w.name, rules: w.rules })),
 });
 
-/** Keeps the configured caBundles equal to annex's CA; a no-op when none are configured. */
-function caInjector(config: Config, kube: ReturnType<typeof connectKube>, log: Logger) {
+/**
+ * Keeps the configured caBundles equal to annex's CA (tls.inject), tried once at start and
+ * on each certificate change. A failed try (a target not there yet, as a CRD applied after
+ * annex, or the API server down) is retried on the work queue with its backoff, never a
+ * reason to exit: annex not serving is what would keep the API server's calls failing.
+ * A no-op when no targets are configured.
+ */
+function caInjector(
+  config: Config,
+  kube: ReturnType<typeof connectKube>,
+  queue: WorkQueue,
+  log: Logger,
+) {
   const targets = config.tls.inject;
   if (!hasTargets(targets)) return async (_ca?: string) => {};
   if (!kube)
     throw new UserError('tls.inject needs an API server: set kube.kubeconfig or run in a cluster');
-  return async (ca?: string) => {
-    if (!ca) throw new UserError(`tls.inject is set but ${config.tls.dir} has no ca.crt`);
-    let done;
-    try {
-      done = await injectWithClient(kube, Buffer.from(ca).toString('base64'), targets);
-    } catch (e) {
-      throw new UserError(`cannot inject the caBundle (tls.inject): ${(e as Error).message}`);
-    }
+  let ca = '';
+  let lastError = '';
+  const inject = async () => {
+    const done = await injectWithClient(kube, Buffer.from(ca).toString('base64'), targets);
+    lastError = '';
     for (const d of done)
       log.info({ kind: d.kind, name: d.name, changed: d.changed }, 'caBundle injected');
+  };
+  const failed = (e: Error, retryInMs?: number) => {
+    // Once per distinct error: a target missing for minutes is one line, not one a try.
+    if (e.message !== lastError)
+      log.error(
+        { error: e.message, retryInMs },
+        'caBundle injection failed (tls.inject); retrying',
+      );
+    lastError = e.message;
+  };
+  const q = queue.writer('inject', { handle: inject, onError: (_key, e, ms) => failed(e, ms) });
+  return async (next?: string) => {
+    if (!next) throw new UserError(`tls.inject is set but ${config.tls.dir} has no ca.crt`);
+    ca = next;
+    try {
+      await inject();
+      q.forget('ca');
+    } catch (e) {
+      failed(e as Error);
+      q.add('ca');
+    }
   };
 }
 
