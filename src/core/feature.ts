@@ -8,10 +8,43 @@ import type { Conversion } from './conversion.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../log.js';
 import type { WorkQueue } from '../kube/workqueue.js';
+import type { EventInput } from '../kube/events.js';
 
 // The queue's types are the contract's: a feature is handed one in FeatureContext.
 export type { WorkQueue, WriterQueue } from '../kube/workqueue.js';
+// So are the Events it records.
+export type { EventInput, ObjectReference } from '../kube/events.js';
 import { UserError } from '../errors.js';
+
+/**
+ * Kubernetes Events (events.k8s.io/v1) about the objects a feature acts on, written the way
+ * client-go's recorder writes them: a repeat within 6 minutes grows the first Event's
+ * `series.count`, a token bucket per regarding object caps the writes, and the writes go
+ * through the work queue (retried with backoff). `reportingController` is
+ * `annex.dev/<feature name>`, `reportingInstance` this replica. Never throws, never waits;
+ * without an API server it records nothing.
+ */
+export interface FeatureEvents {
+  /**
+   * Records one occurrence. `namespace` is the regarding object's, or `default` when that
+   * object is cluster-scoped (as the API server validates).
+   */
+  record(namespace: string, event: EventInput): void;
+}
+
+/** What a feature may set of its Event recorder (`Feature.events`); each has a default. */
+export interface FeatureEventOptions {
+  /** reportingInstance (at most 128 characters); default: the host (Pod) name. */
+  instance?: string;
+  /** Repeats closer together than this extend the series (default 6 min, client-go's). */
+  windowMs?: number;
+  /** Writes per regarding object at once (default 25, client-go's spam filter burst)… */
+  burst?: number;
+  /** …then one more per this many ms (default 5 min, client-go's qps 1/300). */
+  refillMs?: number;
+  /** Series and buckets kept (default 4096); the least recently seen go first. */
+  maxEntries?: number;
+}
 
 export interface FeatureContext {
   /** The API server annex extends; null when annex runs without one (local demo). */
@@ -30,6 +63,8 @@ export interface FeatureContext {
    * object takes fields from the first.
    */
   registrationsChanged(): void;
+  /** Kubernetes Events about the objects the feature acts on; see FeatureEvents. */
+  events: FeatureEvents;
 }
 
 export interface Feature {
@@ -45,6 +80,8 @@ export interface Feature {
    * admits only a client certificate issued by annex's own CA (the replicas' shared one).
    */
   peer?: Record<string, () => unknown>;
+  /** The feature's Event recorder (`ctx.events`), where its defaults do not fit. */
+  events?: FeatureEventOptions;
   /** Called once before the server listens; a throw stops annex with that message. */
   start?(ctx: FeatureContext): void | Promise<void>;
   stop?(): void | Promise<void>;
