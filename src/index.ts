@@ -8,6 +8,7 @@ export {
   defineFeature,
   type EventInput,
   type Feature,
+  type FeatureConfig,
   type FeatureContext,
   type FeatureEventOptions,
   type FeatureEvents,

@@ -46,7 +46,25 @@ export interface FeatureEventOptions {
   maxEntries?: number;
 }
 
-export interface FeatureContext {
+/**
+ * A feature's own configuration section, `featureConfig.<feature name>` in annex's
+ * configuration file: validated at start with the rest (a bad value stops annex with one
+ * line naming the file and the key path), `defaults` under the file's values, and handed to
+ * `start` as `ctx.config`, typed `C` (inferred from `defaults`, or `defineFeature<C>(…)`).
+ */
+export interface FeatureConfig<C> {
+  /** A JSON Schema (draft-07, as ajv reads it) of the section; its `default`s fill in too. */
+  schema: object;
+  /** What the section holds when the file leaves a key (or the whole section) out. */
+  defaults: C;
+}
+
+export interface FeatureContext<C = unknown> {
+  /**
+   * The feature's configuration (`Feature.config`): its defaults with the file's
+   * `featureConfig.<name>` over them, validated. Undefined when the feature declares none.
+   */
+  config: C;
   /** The API server annex extends; null when annex runs without one (local demo). */
   kube: KubeClient | null;
   /** A child logger named after the feature. */
@@ -67,9 +85,11 @@ export interface FeatureContext {
   events: FeatureEvents;
 }
 
-export interface Feature {
+export interface Feature<C = unknown> {
   /** Short, unique: used in logs and in /readyz's check names. */
   name: string;
+  /** Its own configuration section (`featureConfig.<name>`), handed to start as ctx.config. */
+  config?: FeatureConfig<C>;
   webhooks?: Webhook[];
   /** CRD conversion webhooks (ConversionReview), served at /convert/<name>. */
   conversions?: Conversion[];
@@ -83,7 +103,7 @@ export interface Feature {
   /** The feature's Event recorder (`ctx.events`), where its defaults do not fit. */
   events?: FeatureEventOptions;
   /** Called once before the server listens; a throw stops annex with that message. */
-  start?(ctx: FeatureContext): void | Promise<void>;
+  start?(ctx: FeatureContext<C>): void | Promise<void>;
   stop?(): void | Promise<void>;
   /** true when the feature can do its job, else why not (shown by /readyz?verbose). */
   ready?(): true | string;
@@ -95,8 +115,13 @@ export interface Feature {
   report?(): string | undefined;
 }
 
-/** Identity, for type inference in user modules: `export default defineFeature({...})`. */
-export const defineFeature = <F extends Feature>(feature: F): F => feature;
+/**
+ * Identity, for type inference in user modules: `export default defineFeature({...})`;
+ * `ctx.config` is typed from `config.defaults` (or `defineFeature<{ threshold: number }>`).
+ */
+export const defineFeature = <C = unknown, F extends Feature<C> = Feature<C>>(
+  feature: F & Feature<C>,
+): F => feature;
 
 /** A webhook's declared, fully qualified name ("lb-guard.example.com"). */
 const declaredName = (w: Webhook) => w.registrations[0]?.name ?? w.name;

@@ -14,6 +14,7 @@ import {
   type ServingMaterial,
 } from '../certs/index.js';
 import { hasTargets, injectWithClient } from '../certs/inject.js';
+import { featureConfigs } from '../config/features.js';
 import { loadConfig, type Config, type ConfigOverrides } from '../config/load.js';
 import { DEFAULT_SHUTDOWN_DELAY_SECONDS } from '../config/schema.js';
 import { UserError } from '../errors.js';
@@ -72,6 +73,8 @@ export async function startAnnex(
     ...(await loadFeatureModules(config.features)),
   ];
   validateFeatures(features);
+  // Each feature's own section (featureConfig.<name>), refused like any bad setting.
+  const configs = featureConfigs(config, features);
   const kube = connectKube(config.kube);
   // Every write annex makes to the API server goes through this one queue (kube/workqueue.ts).
   const queue = new WorkQueue();
@@ -124,6 +127,7 @@ export async function startAnnex(
       const events = featureEvents(f, { sink: eventSink, queue, log: flog });
       recorders.push(events);
       await f.start?.({
+        config: configs.get(f.name),
         kube,
         log: flog,
         queue,

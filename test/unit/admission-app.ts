@@ -50,6 +50,7 @@ export async function startAdmissionApp(
     await features
       .find((f) => f.name === 'policy')
       ?.start?.({
+        config: undefined,
         kube: null,
         log,
         queue: new WorkQueue(),
