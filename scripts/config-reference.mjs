@@ -93,7 +93,11 @@ export function renderConfigReference({ schema, source, defaults }) {
   for (const [section, s] of Object.entries(schema.properties)) {
     lines.push(`## \`${section}\``, '');
     if (docs.has(section) || s.description) lines.push(docs.get(section) ?? s.description, '');
-    const rows = s.type === 'object' ? settings(s, `${section}.`) : [{ key: section, schema: s }];
+    // A section of named settings lists them; one of free keys (featureConfig) is one row.
+    const rows =
+      s.type === 'object' && s.properties
+        ? settings(s, `${section}.`)
+        : [{ key: section, schema: s }];
     lines.push('| key | type | default | description |', '| --- | --- | --- | --- |');
     for (const { key, schema: k } of rows) {
       const description = docs.get(key) ?? k.description ?? '';

@@ -171,5 +171,5 @@ export const PRIVATE_IMPORTS = {
   'policy -> src/certs/index.ts':
     "the decision log's peer fan-out dials the other replicas with annex's serving material (loadServingMaterial); FeatureContext offers no peer client yet",
   'policy -> src/kube/events.ts':
-    'Events (EventRecorder, kubeEventSink, EventInput, ObjectReference): FeatureContext is to give an Event recorder (issue 23 item 1, not built yet)',
+    'Events (EventRecorder, kubeEventSink): FeatureContext gives ctx.events now (issue 23 item 1); goes when the policy feature records through it',
 };

@@ -4,7 +4,16 @@
 // test/unit/layering.test.ts).
 
 // The Feature contract, and a server that runs features.
-export { defineFeature, type Feature, type FeatureContext } from './core/feature.js';
+export {
+  defineFeature,
+  type EventInput,
+  type Feature,
+  type FeatureConfig,
+  type FeatureContext,
+  type FeatureEventOptions,
+  type FeatureEvents,
+  type ObjectReference,
+} from './core/feature.js';
 export { serve, startAnnex, type Annex, type ServeOptions } from './server/start.js';
 export { loadConfig, type Config, type ConfigOverrides } from './config/load.js';
 // The error of a mistake the user can fix (a setting, a file, a declaration): one line.

@@ -2,7 +2,7 @@
 // then explicit overrides (CLI flags). Invalid settings stop the start with the path
 // of the bad field, never a stack trace.
 import { readFileSync } from 'node:fs';
-import { Ajv } from 'ajv';
+import { Ajv, type ErrorObject } from 'ajv';
 import { parse as parseYaml } from 'yaml';
 import { configSchema, type Config } from './schema.js';
 import { UserError } from '../errors.js';
@@ -14,7 +14,7 @@ const ajv = new Ajv({ useDefaults: true, allErrors: true });
 const validate = ajv.compile(configSchema);
 
 /** Deep-merges plain objects; arrays and scalars from `b` replace those in `a`. */
-function merge(a: unknown, b: unknown): unknown {
+export function merge(a: unknown, b: unknown): unknown {
   if (!isObject(a) || !isObject(b)) return b === undefined ? a : b;
   const out: Record<string, unknown> = { ...a };
   for (const [k, v] of Object.entries(b)) out[k] = merge(a[k], v);
@@ -51,17 +51,32 @@ export function loadConfig(opts: { file?: string; overrides?: ConfigOverrides } 
     log: {},
   };
   const candidate = merge(merge(seed, fromFile), opts.overrides ?? {});
-  if (!validate(candidate)) {
-    const where = opts.file ? ` in ${opts.file}` : '';
-    const msgs = (validate.errors ?? []).map(
-      (e) =>
-        `${e.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(root)'} ${e.message}${
-          e.keyword === 'additionalProperties'
-            ? ` (${(e.params as { additionalProperty: string }).additionalProperty})`
-            : ''
-        }`,
-    );
-    throw new UserError(`invalid configuration${where}: ${msgs.join('; ')}`);
-  }
+  if (!validate(candidate)) throw invalidConfig(opts.file, validate.errors);
+  if (opts.file) files.set(candidate, opts.file);
   return candidate;
+}
+
+/** The file a configuration was loaded from, if any: for errors found after loading. */
+const files = new WeakMap<Config, string>();
+export const configFileOf = (config: Config): string | undefined => files.get(config);
+
+/**
+ * The one line of a configuration that does not validate: the file, then each bad field's
+ * dotted path (under `prefix`, for a section validated on its own) and what is wrong.
+ */
+export function invalidConfig(
+  file: string | undefined,
+  errors: ErrorObject[] | null | undefined,
+  prefix = '',
+): UserError {
+  const where = file ? ` in ${file}` : '';
+  const msgs = (errors ?? []).map(
+    (e) =>
+      `${[prefix, e.instancePath.replace(/^\//, '').replaceAll('/', '.')].filter(Boolean).join('.') || '(root)'} ${e.message}${
+        e.keyword === 'additionalProperties'
+          ? ` (${(e.params as { additionalProperty: string }).additionalProperty})`
+          : ''
+      }`,
+  );
+  return new UserError(`invalid configuration${where}: ${msgs.join('; ')}`);
 }

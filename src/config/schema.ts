@@ -245,6 +245,13 @@ export interface Config {
   };
   /** Modules of the user's own features (paths, relative to the working directory). */
   features: string[];
+  /**
+   * The user's features' own settings, a mapping under each feature's name, validated at
+   * start against the JSON Schema the feature declares (`config: { schema, defaults }`) and
+   * handed to it as `ctx.config`, its defaults filled in. A name no loaded feature declares
+   * a config for is refused.
+   */
+  featureConfig: Record<string, Record<string, unknown>>;
 }
 
 /** server.shutdownDelaySeconds when unset and annex has an API server (see Config). */
@@ -269,6 +276,7 @@ export const configSchema: JSONSchemaType<Config> = {
     'scaling',
     'log',
     'features',
+    'featureConfig',
   ],
   properties: {
     server: {
@@ -553,5 +561,11 @@ export const configSchema: JSONSchemaType<Config> = {
       },
     },
     features: { type: 'array', items: { type: 'string', minLength: 1 }, default: [] },
+    featureConfig: {
+      type: 'object',
+      required: [],
+      additionalProperties: { type: 'object', required: [] },
+      default: {},
+    },
   },
 };

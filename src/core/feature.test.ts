@@ -1,8 +1,9 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, expectTypeOf, it } from 'vitest';
 import { allow } from '../admission/verdict.js';
 import { mutatingWebhook, validatingWebhook, type WebhookInit } from '../admission/webhook.js';
 import { UserError } from '../errors.js';
-import { validateFeatures, type Feature } from './feature.js';
+import { defineFeature, validateFeatures, type Feature } from './feature.js';
+import type { Webhook } from './webhook.js';
 
 const hook = (name: string, more: Partial<WebhookInit> = {}) =>
   validatingWebhook({ name, match: { kinds: ['Pod'] }, admit: () => allow(), ...more });
@@ -89,5 +90,36 @@ describe('validateFeatures: declarations that would collide, refused in one line
     );
     expect(refusal([feature('a'), feature('a')])).toBe('two features are named "a"');
     expect(refusal([feature('')])).toBe('every feature needs a non-empty name');
+  });
+});
+
+describe('defineFeature: ctx.config typed by inference', () => {
+  it('from config.defaults, from a type argument, and unknown without a config', () => {
+    const inferred = defineFeature({
+      name: 'guard',
+      webhooks: [hook('guard.x.io')],
+      config: { schema: { type: 'object' }, defaults: { threshold: 3, labels: ['team'] } },
+      start(ctx) {
+        expectTypeOf(ctx.config).toEqualTypeOf<{ threshold: number; labels: string[] }>();
+      },
+    });
+    // The declaration keeps its own type (webhooks is not optional here).
+    expectTypeOf(inferred.webhooks).toEqualTypeOf<Webhook[]>();
+    defineFeature<{ mode: 'warn' | 'deny' }>({
+      name: 'explicit',
+      config: { schema: { type: 'object' }, defaults: { mode: 'warn' } },
+      start(ctx) {
+        expectTypeOf(ctx.config.mode).toEqualTypeOf<'warn' | 'deny'>();
+      },
+    });
+    const plain = defineFeature({
+      name: 'plain',
+      start(ctx) {
+        expectTypeOf(ctx.config).toBeUnknown();
+      },
+    });
+    // Every one is a Feature annex can start.
+    const all: Feature[] = [inferred, plain];
+    expect(all.map((f) => f.name)).toEqual(['guard', 'plain']);
   });
 });

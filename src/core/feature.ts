@@ -8,12 +8,63 @@ import type { Conversion } from './conversion.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../log.js';
 import type { WorkQueue } from '../kube/workqueue.js';
+import type { EventInput } from '../kube/events.js';
 
 // The queue's types are the contract's: a feature is handed one in FeatureContext.
 export type { WorkQueue, WriterQueue } from '../kube/workqueue.js';
+// So are the Events it records.
+export type { EventInput, ObjectReference } from '../kube/events.js';
 import { UserError } from '../errors.js';
 
-export interface FeatureContext {
+/**
+ * Kubernetes Events (events.k8s.io/v1) about the objects a feature acts on, written the way
+ * client-go's recorder writes them: a repeat within 6 minutes grows the first Event's
+ * `series.count`, a token bucket per regarding object caps the writes, and the writes go
+ * through the work queue (retried with backoff). `reportingController` is
+ * `annex.dev/<feature name>`, `reportingInstance` this replica. Never throws, never waits;
+ * without an API server it records nothing.
+ */
+export interface FeatureEvents {
+  /**
+   * Records one occurrence. `namespace` is the regarding object's, or `default` when that
+   * object is cluster-scoped (as the API server validates).
+   */
+  record(namespace: string, event: EventInput): void;
+}
+
+/** What a feature may set of its Event recorder (`Feature.events`); each has a default. */
+export interface FeatureEventOptions {
+  /** reportingInstance (at most 128 characters); default: the host (Pod) name. */
+  instance?: string;
+  /** Repeats closer together than this extend the series (default 6 min, client-go's). */
+  windowMs?: number;
+  /** Writes per regarding object at once (default 25, client-go's spam filter burst)… */
+  burst?: number;
+  /** …then one more per this many ms (default 5 min, client-go's qps 1/300). */
+  refillMs?: number;
+  /** Series and buckets kept (default 4096); the least recently seen go first. */
+  maxEntries?: number;
+}
+
+/**
+ * A feature's own configuration section, `featureConfig.<feature name>` in annex's
+ * configuration file: validated at start with the rest (a bad value stops annex with one
+ * line naming the file and the key path), `defaults` under the file's values, and handed to
+ * `start` as `ctx.config`, typed `C` (inferred from `defaults`, or `defineFeature<C>(…)`).
+ */
+export interface FeatureConfig<C> {
+  /** A JSON Schema (draft-07, as ajv reads it) of the section; its `default`s fill in too. */
+  schema: object;
+  /** What the section holds when the file leaves a key (or the whole section) out. */
+  defaults: C;
+}
+
+export interface FeatureContext<C = unknown> {
+  /**
+   * The feature's configuration (`Feature.config`): its defaults with the file's
+   * `featureConfig.<name>` over them, validated. Undefined when the feature declares none.
+   */
+  config: C;
   /** The API server annex extends; null when annex runs without one (local demo). */
   kube: KubeClient | null;
   /** A child logger named after the feature. */
@@ -30,11 +81,15 @@ export interface FeatureContext {
    * object takes fields from the first.
    */
   registrationsChanged(): void;
+  /** Kubernetes Events about the objects the feature acts on; see FeatureEvents. */
+  events: FeatureEvents;
 }
 
-export interface Feature {
+export interface Feature<C = unknown> {
   /** Short, unique: used in logs and in /readyz's check names. */
   name: string;
+  /** Its own configuration section (`featureConfig.<name>`), handed to start as ctx.config. */
+  config?: FeatureConfig<C>;
   webhooks?: Webhook[];
   /** CRD conversion webhooks (ConversionReview), served at /convert/<name>. */
   conversions?: Conversion[];
@@ -45,8 +100,10 @@ export interface Feature {
    * admits only a client certificate issued by annex's own CA (the replicas' shared one).
    */
   peer?: Record<string, () => unknown>;
+  /** The feature's Event recorder (`ctx.events`), where its defaults do not fit. */
+  events?: FeatureEventOptions;
   /** Called once before the server listens; a throw stops annex with that message. */
-  start?(ctx: FeatureContext): void | Promise<void>;
+  start?(ctx: FeatureContext<C>): void | Promise<void>;
   stop?(): void | Promise<void>;
   /** true when the feature can do its job, else why not (shown by /readyz?verbose). */
   ready?(): true | string;
@@ -58,8 +115,13 @@ export interface Feature {
   report?(): string | undefined;
 }
 
-/** Identity, for type inference in user modules: `export default defineFeature({...})`. */
-export const defineFeature = <F extends Feature>(feature: F): F => feature;
+/**
+ * Identity, for type inference in user modules: `export default defineFeature({...})`;
+ * `ctx.config` is typed from `config.defaults` (or `defineFeature<{ threshold: number }>`).
+ */
+export const defineFeature = <C = unknown, F extends Feature<C> = Feature<C>>(
+  feature: F & Feature<C>,
+): F => feature;
 
 /** A webhook's declared, fully qualified name ("lb-guard.example.com"). */
 const declaredName = (w: Webhook) => w.registrations[0]?.name ?? w.name;

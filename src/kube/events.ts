@@ -63,6 +63,11 @@ export interface EventRecorderOptions {
   queue?: WorkQueue;
   /** reportingController: a qualified name, e.g. annex.dev/policy. */
   controller: string;
+  /**
+   * Its keys on the work queue are `<queueKind>/<series>`; default `event/<controller>`.
+   * Two recorders on one queue need two kinds (one replaces the other's writer).
+   */
+  queueKind?: string;
   /** reportingInstance: this replica (pod or host name), at most 128 characters. */
   instance: string;
   /** Repeats closer together than this extend the series (default 6 min, client-go's). */
@@ -153,7 +158,7 @@ export class EventRecorder {
     this.refillMs = opts.refillMs ?? 5 * 60_000;
     this.maxEntries = opts.maxEntries ?? 4096;
     this.queue = opts.queue ?? new WorkQueue();
-    this.q = this.queue.writer(`event/${opts.controller}`, {
+    this.q = this.queue.writer(opts.queueKind ?? `event/${opts.controller}`, {
       handle: (id) => this.write(id),
       // The Event itself refused: writing it again cannot succeed.
       permanent: (e) => e instanceof KubeApiError && [400, 404, 422].includes(e.code),

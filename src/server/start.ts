@@ -14,10 +14,12 @@ import {
   type ServingMaterial,
 } from '../certs/index.js';
 import { hasTargets, injectWithClient } from '../certs/inject.js';
+import { featureConfigs } from '../config/features.js';
 import { loadConfig, type Config, type ConfigOverrides } from '../config/load.js';
 import { DEFAULT_SHUTDOWN_DELAY_SECONDS } from '../config/schema.js';
 import { UserError } from '../errors.js';
 import { connectKube } from '../kube/connect.js';
+import { kubeEventSink } from '../kube/events.js';
 import { createLogger, type Logger } from '../log.js';
 import { parsePemBundle } from '../apiserver/auth/x509.js';
 import { WorkQueue } from '../kube/workqueue.js';
@@ -29,6 +31,7 @@ import type { Readiness } from './health.js';
 import { admissionClientCa } from './admission-ca.js';
 import { builtinFeatures } from './builtins.js';
 import { validateFeatures, type Feature } from '../core/feature.js';
+import { featureEvents, type FeatureEventsHandle } from './feature-events.js';
 import { loadFeatureModules } from './load-features.js';
 import { listen, type Listening, type TlsMaterial } from './listen.js';
 import { reviewCallers } from './review-callers.js';
@@ -70,6 +73,8 @@ export async function startAnnex(
     ...(await loadFeatureModules(config.features)),
   ];
   validateFeatures(features);
+  // Each feature's own section (featureConfig.<name>), refused like any bad setting.
+  const configs = featureConfigs(config, features);
   const kube = connectKube(config.kube);
   // Every write annex makes to the API server goes through this one queue (kube/workqueue.ts).
   const queue = new WorkQueue();
@@ -101,9 +106,12 @@ export async function startAnnex(
   const { webhooks, conversions, groups } = declarationsOf(features);
   const auth = await startAuth(config, kube, groups.length > 0, log);
   const started: Feature[] = [];
-  /** Stops what started, last first; then the clients the features used. */
+  const eventSink = kube && kubeEventSink(kube);
+  const recorders: FeatureEventsHandle[] = [];
+  /** Stops what started, last first; then its Events are flushed; then the clients it used. */
   const teardown = async () => {
     for (const f of started.reverse()) await f.stop?.();
+    for (const r of recorders) await r.stop();
     auth?.stop();
     webhookClientCa.stop();
     shared?.stop();
@@ -115,10 +123,15 @@ export async function startAnnex(
   const reactive = new Set<string>();
   try {
     for (const f of features) {
+      const flog = log.child({ feature: f.name });
+      const events = featureEvents(f, { sink: eventSink, queue, log: flog });
+      recorders.push(events);
       await f.start?.({
+        config: configs.get(f.name),
         kube,
-        log: log.child({ feature: f.name }),
+        log: flog,
         queue,
+        events: events.events,
         registrationsChanged: () => {
           reactive.add(f.name);
           registrar?.changed(f.name);

@@ -92,4 +92,48 @@ describe.each(Object.entries(commands))('annex %s --load', (_, cli) => {
   });
 });
 
+describe("annex serve: a --load feature's own configuration section", () => {
+  const configured = write(
+    'esm/configured.js',
+    `import { defineFeature } from '${annex}';
+export default defineFeature({
+  name: 'configured',
+  config: {
+    schema: { type: 'object', properties: { threshold: { type: 'integer', minimum: 1 } } },
+    defaults: { threshold: 3 },
+  },
+});
+`,
+  );
+  const serve = async (config: string) =>
+    runCli([
+      'serve',
+      '--port',
+      String(await freePort()),
+      '--certs',
+      join(dir, 'certs'),
+      '-c',
+      config,
+      '--load',
+      configured,
+    ]);
+  afterAll(() => rmSync(join(dir, 'certs'), { recursive: true, force: true }));
+
+  it('refuses a bad value in one line naming the file and the key path', async () => {
+    const file = write('bad-config.yaml', 'featureConfig:\n  configured:\n    threshold: 0\n');
+    const r = await serve(file);
+    expect(expectOneLineError(r)).toBe(
+      `annex: invalid configuration in ${file}: featureConfig.configured.threshold must be >= 1`,
+    );
+  });
+
+  it('refuses a section no loaded feature declares', async () => {
+    const file = write('typo-config.yaml', 'featureConfig:\n  configred: {}\n');
+    const r = await serve(file);
+    expect(expectOneLineError(r)).toBe(
+      `annex: invalid configuration in ${file}: featureConfig.configred: no feature is named "configred" (features with a config: configured)`,
+    );
+  });
+});
+
 afterAll(() => rmSync(dir, { recursive: true, force: true }));

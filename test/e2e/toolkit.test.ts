@@ -7,7 +7,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { validatingWebhook } from '../../src/admission/webhook.js';
 import { renderObjects, declarationsOf, serviceRefOf } from '../../src/manifests/render.js';
 import { loadConfig } from '../../src/config/load.js';
-import type { Feature } from '../../src/core/feature.js';
+import { defineFeature, type Feature } from '../../src/core/feature.js';
 import {
   annexGet,
   applyObjects,
@@ -137,5 +137,63 @@ describeCluster('readiness of the metrics feature', () => {
     await eventually(async () =>
       expect(await annexGet(annex, '/readyz')).toEqual({ status: 200, body: 'ok' }),
     );
+  });
+});
+
+describeCluster('FeatureContext: its own configuration and Events', () => {
+  let annex: TestAnnex;
+  let ns = '';
+  const seen: unknown[] = [];
+  const configured = defineFeature({
+    name: 'configured',
+    config: {
+      schema: { type: 'object', properties: { greeting: { type: 'string', minLength: 1 } } },
+      defaults: { greeting: 'hello', times: 1 },
+    },
+    start(ctx) {
+      seen.push(ctx.config);
+      ctx.events.record(ns, {
+        // In the namespace it is about, as the policy feature's Events (recording.ts).
+        regarding: { apiVersion: 'v1', kind: 'Namespace', namespace: ns, name: ns },
+        reason: 'FeatureStarted',
+        action: 'Start',
+        note: `${ctx.config.greeting} x${ctx.config.times}`,
+        type: 'Normal',
+      });
+    },
+  });
+  beforeAll(async () => {
+    ns = await createNamespace('feature-ctx');
+    annex = await startTestAnnex(
+      {
+        metrics: { enabled: false },
+        featureConfig: { configured: { greeting: 'hi' } },
+      },
+      [configured],
+    );
+  });
+  afterAll(async () => {
+    await annex?.stop();
+    await kubectl(['delete', 'namespace', ns, '--wait=false']);
+  });
+
+  it('start gets featureConfig.<name> over the defaults; ctx.events writes an events.k8s.io Event as annex.dev/<name>', async () => {
+    expect(seen).toEqual([{ greeting: 'hi', times: 1 }]);
+    const event = await eventually(async () => {
+      const r = await kubectl(['get', 'events.events.k8s.io', '-n', ns, '-o', 'json']);
+      expect(r.code).toBe(0);
+      const items = (JSON.parse(r.stdout) as { items: any[] }).items;
+      const e = items.find((i) => i.reason === 'FeatureStarted');
+      expect(e).toBeDefined();
+      return e;
+    });
+    expect(event).toMatchObject({
+      reportingController: 'annex.dev/configured',
+      action: 'Start',
+      note: 'hi x1',
+      type: 'Normal',
+      regarding: { kind: 'Namespace', name: ns },
+    });
+    expect(event.reportingInstance).toBeTruthy();
   });
 });

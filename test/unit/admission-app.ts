@@ -49,7 +49,14 @@ export async function startAdmissionApp(
   if (opts.policies)
     await features
       .find((f) => f.name === 'policy')
-      ?.start?.({ kube: null, log, queue: new WorkQueue(), registrationsChanged: () => {} });
+      ?.start?.({
+        config: undefined,
+        kube: null,
+        log,
+        queue: new WorkQueue(),
+        registrationsChanged: () => {},
+        events: { record: () => {} },
+      });
   const app = createApp({
     log,
     readiness: () => [],
