@@ -8,7 +8,7 @@ import type { FeatureContext, WriterQueue } from '../core/feature.js';
 import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
-import { sameRules, unionRules } from './engine.js';
+import { sameRules, unionRules, type Compiled } from './engine.js';
 import { loadPolicies } from './load.js';
 import { NativePlan } from './native.js';
 import type { PolicyState } from './state.js';
@@ -21,7 +21,6 @@ import {
   type ObservedWebhook,
   type PolicyStatus,
 } from './status.js';
-import type { Compiled } from './engine.js';
 import {
   POLICY_GROUP,
   POLICY_KIND,
