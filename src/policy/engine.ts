@@ -1,7 +1,7 @@
 // The policy engine as the webhooks use it, with no Kubernetes client: the compiled set
 // (compiled once per generation), the union of its rules, and the two answers — the
-// validating fold of every matching policy and the mutating chain. feature.ts wires it to
-// the API server; `annex check` and the benchmarks use compile/evaluate beneath it.
+// validating fold of every matching policy and the mutating chain. webhooks.ts answers
+// reviews with it; `annex check` and the benchmarks use compile/evaluate beneath it.
 import type { AdmissionRequest } from '../admission/review.js';
 import { allow, denyInvalid, mutate, type Verdict } from '../admission/verdict.js';
 import type { RuleWithOperations } from '../admission/webhook.js';

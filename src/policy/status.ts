@@ -1,12 +1,13 @@
 // What an AdmissionPolicy's status says, from what annex has observed: `Ready` (it compiled)
 // and `Enforced` (the object that enforces it is in the API server: the webhook
 // configuration's rules cover the policy's and its caBundle verifies annex's serving
-// certificate, or its ValidatingAdmissionPolicy and binding were stored). Pure: the feature
-// feeds it observations and writes what it returns.
+// certificate, or its ValidatingAdmissionPolicy and binding were stored). Pure: the
+// controller feeds it observations and writes what it returns.
 import { X509Certificate } from 'node:crypto';
 import type { RuleWithOperations } from '../admission/webhook.js';
-import type { Condition } from '../core/conditions.js';
+import { setCondition, type Condition } from '../core/conditions.js';
 import type { CompiledPolicy } from './compile.js';
+import type { Compiled } from './engine.js';
 import type { AdmissionPolicy } from './types.js';
 
 /** One policy webhook entry as the API server holds it (watched). */
@@ -131,5 +132,57 @@ export function summary(source: AdmissionPolicy): { actions: string; kinds: stri
       ...(spec.match?.kinds ?? []),
       ...(spec.match?.resources ?? []).flatMap((r) => r.resources),
     ].join(','),
+  };
+}
+
+export type PolicyStatus = NonNullable<AdmissionPolicy['status']>;
+
+/** A status as compared for "nothing to write": transition times aside. */
+export const statusKey = (s: PolicyStatus) =>
+  JSON.stringify({
+    ...s,
+    conditions: (s.conditions ?? []).map(({ lastTransitionTime: _, ...rest }) => rest),
+  });
+
+/**
+ * The status `obj` should hold: `Ready` from its compile result `c`, `Enforced` as
+ * judged (`enforced`), who enforces it (`enforcedBy`) and the printer columns.
+ */
+export function policyStatus(
+  obj: AdmissionPolicy,
+  c: Compiled,
+  enforced: Enforcement,
+  enforcedBy: Pick<PolicyStatus, 'enforcedBy' | 'webhookReason'>,
+  now: Date,
+): PolicyStatus {
+  const generation = obj.metadata.generation;
+  const gen = generation !== undefined ? { observedGeneration: generation } : {};
+  const conditions = [
+    c.error
+      ? {
+          type: 'Ready',
+          status: 'False' as const,
+          reason: 'CompileError',
+          message: c.error,
+          ...gen,
+        }
+      : {
+          type: 'Ready',
+          status: 'True' as const,
+          reason: 'Compiled',
+          message: 'the policy compiled',
+          ...gen,
+        },
+    { type: 'Enforced', ...enforced, ...gen },
+  ];
+  return {
+    ready: !c.error,
+    ...(c.error ? { error: c.error } : {}),
+    ...gen,
+    ...enforcedBy,
+    ...summary(obj),
+    conditions: conditions
+      .reduce((all, next) => setCondition(all, next, now), obj.status?.conditions ?? [])
+      .filter((x) => x.type === 'Ready' || x.type === 'Enforced'),
   };
 }

@@ -1,6 +1,6 @@
 // AdmissionPolicy (policy.annex.dev/v1alpha1, cluster-scoped): the object users apply,
 // and the shapes the pure evaluator (compile.ts, evaluate.ts) and the live feature
-// (feature.ts) share. No Koa or kube code depends on this file, or is needed by it.
+// (webhooks.ts, controller.ts) share. No Koa or kube code depends on this file, or is needed by it.
 import type { FieldCause } from '../admission/verdict.js';
 import type { AdmissionRequest, Operation } from '../admission/review.js';
 import type { LabelSelectorSpec, RuleWithOperations } from '../admission/webhook.js';

@@ -1,6 +1,6 @@
 // Keeps the cluster's generated Validating/MutatingAdmissionPolicies and bindings equal to what the
 // policy set compiles to: server-side apply (field manager `annex`) of each, then delete
-// of every annex-labelled one no policy produces any more. The live feature calls
+// of every annex-labelled one no policy produces any more. The policy controller calls
 // syncCel(client, policies) after each change of its policy set and evaluates in its
 // webhook only the policies for which webhookPolicies() keeps them.
 import type { KubeClient } from '../../kube/client.js';

@@ -1,0 +1,23 @@
+// What the policy webhooks read and the controller keeps current. The admission path
+// only reads it, so a review never waits on a watch or a write.
+import type { KubeClient } from '../kube/client.js';
+import type { CompiledPolicy } from './compile.js';
+import { PolicySet } from './engine.js';
+
+export interface PolicyState {
+  /** Every AdmissionPolicy, compiled once per generation. */
+  readonly set: PolicySet;
+  /** The policies annex's webhook evaluates; the rest the API server enforces in CEL. */
+  onWebhook: readonly CompiledPolicy[];
+  /** Namespace labels from the watch, for namespaceSelector (a review does not carry them). */
+  readonly namespaceLabels: Map<string, Record<string, string>>;
+  /** The API server; null without one (a laptop `npm start`). */
+  kube: KubeClient | null;
+}
+
+export const policyState = (): PolicyState => ({
+  set: new PolicySet(),
+  onWebhook: [],
+  namespaceLabels: new Map(),
+  kube: null,
+});
