@@ -170,6 +170,4 @@ export const PRIVATE_IMPORTS = {
     'the offline loader reads manifests as annex check and annex defaults do (readObjects)',
   'policy -> src/certs/index.ts':
     "the decision log's peer fan-out dials the other replicas with annex's serving material (loadServingMaterial); FeatureContext offers no peer client yet",
-  'policy -> src/kube/events.ts':
-    'Events (EventRecorder, kubeEventSink): FeatureContext gives ctx.events now (issue 23 item 1); goes when the policy feature records through it',
 };

@@ -44,6 +44,8 @@ function started() {
     log: pino({ level: 'silent' }),
     queue: new WorkQueue(),
     registrationsChanged,
+    config: undefined,
+    events: { record: () => {} },
   });
   return { state, record, webhooks, controller, registrationsChanged };
 }

@@ -9,8 +9,7 @@ import type { AdmissionRequest } from '../admission/review.js';
 import { loadServingMaterial } from '../certs/index.js';
 import type { Config } from '../config/load.js';
 import type { Provider } from '../core/types.js';
-import type { Feature } from '../core/feature.js';
-import { EventRecorder, kubeEventSink } from '../kube/events.js';
+import type { Feature, FeatureEvents } from '../core/feature.js';
 import type { Logger } from '../log.js';
 import { PolicyController } from './controller.js';
 import { admissionEventsGroup, DecisionLog } from './decision-log.js';
@@ -28,7 +27,7 @@ export function policyFeature(config: Config): Feature {
   const state = policyState();
   const log = new DecisionLog({ maxEntries: settings.decisionLog.maxEntries, replica: instance });
   let flog: Logger | undefined;
-  let recorder: EventRecorder | undefined;
+  let events: FeatureEvents | undefined;
 
   // Where `kubectl get admissionevents` reads: this replica alone, or every replica.
   const { peers, discoverPeers, peerTimeoutMs } = settings.decisionLog;
@@ -54,9 +53,9 @@ export function policyFeature(config: Config): Feature {
   function record(decisions: PolicyDecision[], req: AdmissionRequest): void {
     for (const d of decisions) {
       log.record(d, req);
-      if (recorder && !req.dryRun) {
+      if (events && settings.events && !req.dryRun) {
         const { namespace, event } = eventFor(d, req);
-        recorder.record(namespace, event);
+        events.record(namespace, event);
       }
     }
   }
@@ -77,24 +76,14 @@ export function policyFeature(config: Config): Feature {
 
   return {
     name: 'policy',
+    events: { instance },
     webhooks: [webhooks.mutating, webhooks.validating, webhooks.check],
     groups: [admissionEventsGroup(provider)],
     peer: { decisions: () => ({ replica: instance, items: log.items() }) },
     start: (ctx) => {
       flog = ctx.log;
-      const { kube: k, log: l, queue } = ctx;
-      if (k && settings.events)
-        recorder = new EventRecorder({
-          queue,
-          sink: kubeEventSink(k),
-          controller: 'annex.dev/policy',
-          instance,
-          onError: (e, ev, retryInMs) =>
-            l.warn(
-              { error: e.message, action: ev.action, regarding: ev.regarding.name, retryInMs },
-              retryInMs === undefined ? 'event not written' : 'event not written; retrying',
-            ),
-        });
+      const k = ctx.kube;
+      events = ctx.events; // annex.dev/policy; records nothing without an API server
       if (k && discoverPeers) {
         const service = {
           name: config.tls.service,
@@ -107,9 +96,7 @@ export function policyFeature(config: Config): Feature {
     },
     stop: async () => {
       controller.stop();
-      view?.stop();
-      await recorder?.idle();
-      recorder?.stop();
+      view?.stop(); // start.ts flushes the Events after this
     },
     ready: () => controller.ready(),
     report: () => controller.report(),

@@ -2,7 +2,7 @@
 // decision log and a Kubernetes Event. Both say which policy, rule, request and fields;
 // neither carries a value of the object.
 import type { AdmissionRequest } from '../admission/review.js';
-import type { EventInput, ObjectReference } from '../kube/events.js';
+import type { EventInput, ObjectReference } from '../core/feature.js';
 import type { PolicyAction, PolicyDecision } from './types.js';
 
 const ACTIONS: Record<PolicyAction, { action: string; verb: string; type: EventInput['type'] }> = {
