@@ -76,7 +76,7 @@ export const webAndSidecar = () => [
   },
 ];
 
-/** An apps/v1 Deployment; a null labels, annotations or podSpec is left out. */
+/** An apps/v1 Deployment; a null labels, annotations or podSpec is left out (no key). */
 export function deployment({
   name = 'web-0',
   namespace = 'bench',
@@ -87,10 +87,13 @@ export function deployment({
   containers = webAndSidecar(),
   podSpec = { restartPolicy: 'Always', serviceAccountName: 'default' },
 } = {}) {
+  const metadata = { name, namespace };
+  if (labels !== null) metadata.labels = labels;
+  if (annotations !== null) metadata.annotations = annotations;
   return {
     apiVersion: 'apps/v1',
     kind: 'Deployment',
-    metadata: { name, namespace, labels: given(labels), annotations: given(annotations) },
+    metadata,
     spec: {
       replicas,
       selector: { matchLabels: { app } },
