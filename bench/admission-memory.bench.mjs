@@ -10,27 +10,30 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ensureCertificates } from '../dist/certs/index.js';
+import { admissionReview, numberedUid, PODS } from './reviews.mjs';
 
 const NAME_BYTES = 6.5 * 1024 * 1024;
 const MB = (n) => `${(n / 1e6).toFixed(1)} MB`;
 
-function review(i) {
-  return JSON.stringify({
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}`,
-      kind: { group: '', version: 'v1', kind: 'Pod' },
-      resource: { group: '', version: 'v1', resource: 'pods' },
-      namespace: 'bench',
-      operation: 'CREATE',
-      object: {
+/** Review i: a Pod whose name is NAME_BYTES of invalid characters (bench/reviews.mjs). */
+const review = (i) =>
+  JSON.stringify(
+    admissionReview(
+      {
         metadata: { name: 'Web_'.repeat(NAME_BYTES / 4) },
         spec: { containers: [{ name: 'web', image: 'nginx' }] },
       },
-    },
-  });
-}
+      {
+        uid: numberedUid(i, '00000000-0000-0000-0000-'),
+        type: PODS,
+        name: null,
+        namespace: 'bench',
+        userInfo: null,
+        dryRun: null,
+        full: false,
+      },
+    ),
+  );
 
 function post(agent, ca, port, body) {
   return new Promise((resolve, reject) => {

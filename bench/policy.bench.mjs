@@ -5,57 +5,34 @@
 // noisy. In-process, single thread. Usage: npm run build && node bench/policy.bench.mjs
 import { compilePolicy } from '../dist/policy/compile.js';
 import { evaluate } from '../dist/policy/evaluate.js';
+import { deploymentReview, numberedUid } from './reviews.mjs';
 
 const TARGET_BYTES = 10 * 1024;
 const COUNTS = [1, 10, 100];
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 1);
 
-function review(i) {
-  const deployment = {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: {
-      name: `web-${i}`,
-      namespace: 'bench',
+/** Review i: a Deployment padded to TARGET_BYTES, the policies' shorter review (bench/reviews.mjs). */
+const review = (i) =>
+  deploymentReview({
+    bytes: TARGET_BYTES,
+    i,
+    deployment: {
       labels: { app: 'web', 'app.kubernetes.io/name': 'web' },
-    },
-    spec: {
+      annotations: null,
       replicas: 3,
-      selector: { matchLabels: { app: 'web' } },
-      template: {
-        metadata: { labels: { app: 'web' } },
-        spec: {
-          containers: [
-            { name: 'web', image: 'nginx:1.27', env: [] },
-            { name: 'sidecar', image: 'envoy:1.31', env: [] },
-          ],
-        },
-      },
+      containers: [
+        { name: 'web', image: 'nginx:1.27', env: [] },
+        { name: 'sidecar', image: 'envoy:1.31', env: [] },
+      ],
+      podSpec: null,
     },
-  };
-  const text = () =>
-    JSON.stringify({
-      apiVersion: 'admission.k8s.io/v1',
-      kind: 'AdmissionReview',
-      request: {
-        uid: `00000000-0000-0000-0000-${String(i).padStart(12, '0')}`,
-        kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
-        resource: { group: 'apps', version: 'v1', resource: 'deployments' },
-        name: `web-${i}`,
-        namespace: 'bench',
-        operation: 'CREATE',
-        userInfo: { username: 'bench' },
-        object: deployment,
-        dryRun: false,
-      },
-    });
-  // Pad with environment variables, as large pod specs have.
-  const env = deployment.spec.template.spec.containers[0].env;
-  for (let n = 0; text().length < TARGET_BYTES; n++) {
-    env.push({ name: `VAR_${n}`, value: `value-${n}-${'x'.repeat(40)}` });
-  }
-  return text();
-}
+    review: {
+      uid: numberedUid(i, '00000000-0000-0000-0000-'),
+      userInfo: { username: 'bench' },
+      full: false,
+    },
+    pad: {},
+  });
 
 /** Four kinds of rule, cycled: a name rule, a schema on every image, a required label, a mutation. */
 function policy(i) {

@@ -12,7 +12,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { freePort, httpsStatus } from '../net.mjs';
 import { makeCerts } from './certs.mjs';
 import { rssKiB } from './load.mjs';
-import { deploymentReview, reviewSet, SIZES_KB } from './payload.mjs';
+import { deploymentReview, reviewSet, SIZES_KB } from '../reviews.mjs';
 import { CHECKS, servers as SERVERS } from './servers/index.mjs';
 
 const here = import.meta.dirname;
@@ -86,7 +86,7 @@ function post(port, ca, path, body) {
 
 /** The answers every server must give before it is measured; throws what is wrong. */
 export async function checkAnswers(name, port, ca, paths) {
-  const body = deploymentReview(10 * 1024, 7);
+  const body = deploymentReview({ bytes: 10 * 1024, i: 7 });
   const uid = JSON.parse(body).request.uid;
   const v = (await post(port, ca, paths.validate, body)).response;
   if (v?.uid !== uid || v.allowed !== true) throw new Error(`validate: ${JSON.stringify(v)}`);
@@ -102,8 +102,14 @@ export async function checkAnswers(name, port, ca, paths) {
   if (patch.includes('/containers/1/resources')) {
     throw new Error(`mutate: patch overwrites existing requests: ${patch}`);
   }
-  const bad = (await post(port, ca, paths.validate, deploymentReview(5 * 1024, 8, 'Web.Front')))
-    .response;
+  const bad = (
+    await post(
+      port,
+      ca,
+      paths.validate,
+      deploymentReview({ bytes: 5 * 1024, i: 8, name: 'Web.Front' }),
+    )
+  ).response;
   if (
     bad?.allowed !== false ||
     bad.status?.code !== 422 ||

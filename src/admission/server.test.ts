@@ -1,17 +1,16 @@
 import { createServer, type Server } from 'node:http';
 import { Writable } from 'node:stream';
 import type { AddressInfo } from 'node:net';
-import Koa from 'koa';
+import type Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../log.js';
-import { reviewRoutes } from '../server/app.js';
-import { statusErrors } from '../server/errors.js';
 import type { Logger } from '../log.js';
 import { MAX_REVIEW_BYTES } from './server.js';
 import { allow, denyInvalid } from './verdict.js';
 import { mutatingWebhook, validatingWebhook, type ReviewContext, type Webhook } from './webhook.js';
 import { postJson } from '../../test/unit/post-json.js';
 import { lateness } from '../../test/unit/lateness.js';
+import { appOf } from '../../test/unit/app-of.js';
 
 const log = createLogger('silent');
 /** A log destination that keeps every line written. */
@@ -85,13 +84,9 @@ const patient = validatingWebhook({
   },
 });
 
-/** The server's outer layer and its webhook routes, as src/server/app.ts composes them. */
-function webhookApp(hooks: Webhook[], logger: Logger = log, maxBytesInFlight = Infinity): Koa {
-  const app = new Koa();
-  app.use(statusErrors(logger));
-  app.use(reviewRoutes({ webhooks: hooks }, logger, { maxBytesInFlight }));
-  return app;
-}
+/** The one request chain (src/server/app.ts) serving these webhooks. */
+const webhookApp = (hooks: Webhook[], logger: Logger = log, maxBytesInFlight = Infinity): Koa =>
+  appOf({ log: logger, webhooks: hooks, maxReviewBytesInFlight: maxBytesInFlight });
 
 let server: Server;
 let base: string;

@@ -1,17 +1,16 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Writable } from 'node:stream';
-import Koa from 'koa';
+import type Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { KubeObject } from '../core/types.js';
 import { createLogger, type Logger } from '../log.js';
-import { reviewRoutes } from '../server/app.js';
-import { statusErrors } from '../server/errors.js';
 import { crontabs, TIME_ANNOTATION } from '../../examples/crontab/feature.js';
 import { crdConversion, type Conversion } from './declare.js';
 import { MAX_CONVERSION_REVIEW_BYTES } from './server.js';
 import { postJson } from '../../test/unit/post-json.js';
 import { lateness } from '../../test/unit/lateness.js';
+import { appOf } from '../../test/unit/app-of.js';
 
 // The CronTab of the seed, as examples/crontab converts it: v1 (the hub) has `time`,
 // v1beta1 keeps it in an annotation.
@@ -43,12 +42,9 @@ const broken = crdConversion({
 
 const log = createLogger('silent');
 
-function app(conversions: Conversion[], logger: Logger = log): Koa {
-  const a = new Koa();
-  a.use(statusErrors(logger));
-  a.use(reviewRoutes({ webhooks: [], conversions }, logger));
-  return a;
-}
+/** The one request chain (src/server/app.ts) serving these conversions. */
+const app = (conversions: Conversion[], logger: Logger = log): Koa =>
+  appOf({ log: logger, conversions });
 
 let server: Server;
 let base: string;

@@ -5,17 +5,15 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parsePemBundle } from '../apiserver/auth/x509.js';
 import { createCa, ensureCertificates, issue, loadServingMaterial } from '../certs/index.js';
 import { createLogger } from '../log.js';
-import { peerEndpoints } from '../server/client-cert.js';
-import { statusErrors } from '../server/errors.js';
 import { listen, type Listening } from '../server/listen.js';
 import { freePort } from '../devcluster/control-plane.js';
 import { DecisionLog } from './decision-log.js';
 import { PEER_DECISIONS_PATH, ReplicaView, type PeerTls } from './replicas.js';
+import { appOf } from '../../test/unit/app-of.js';
 
 const silent = createLogger('silent');
 const request0 = {
@@ -39,16 +37,11 @@ describe('ReplicaView', () => {
     tls = { ca: m.ca!, cert: m.cert, key: m.key };
     for (const name of ['a', 'b']) {
       const log = new DecisionLog({ maxEntries: 100, replica: name });
-      const app = new Koa();
-      app.silent = true;
-      app.use(statusErrors(silent));
-      app.use(
-        peerEndpoints(
-          [{ name: 'policy', peer: { decisions: () => ({ items: log.items() }) } }],
-          () => parsePemBundle(tls.ca),
-          silent,
-        ),
-      );
+      const app = appOf({
+        log: silent,
+        features: [{ name: 'policy', peer: { decisions: () => ({ items: log.items() }) } }],
+        annexCa: () => parsePemBundle(tls.ca),
+      });
       const server = await listen(app, {
         host: '127.0.0.1',
         port: 0,

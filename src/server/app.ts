@@ -40,8 +40,6 @@ import type { ReviewCallers } from './review-callers.js';
 import { reviewEndpoints } from './review-endpoints.js';
 import { unreadBody } from './unread-body.js';
 
-export { reviewRoutes } from './review-endpoints.js';
-
 export interface AppParts {
   log: Logger;
   readiness: Readiness;

@@ -8,7 +8,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allow } from '../admission/verdict.js';
 import { validatingWebhook } from '../admission/webhook.js';
 import { createLogger } from '../log.js';
-import { createApp, type AppParts } from './app.js';
+import type { AppParts } from './app.js';
+import { appOf } from '../../test/unit/app-of.js';
 
 const log = createLogger('silent');
 const hook = validatingWebhook({
@@ -19,17 +20,7 @@ const hook = validatingWebhook({
 const servers: Server[] = [];
 
 async function serve(parts: Partial<AppParts>): Promise<string> {
-  const app = createApp({
-    log,
-    readiness: () => [],
-    webhooks: [hook],
-    groups: [],
-    auth: null,
-    trustLoopback: true,
-    stopWatches: new AbortController().signal,
-    maxReviewBytesInFlight: 1 << 20,
-    ...parts,
-  });
+  const app = appOf({ log, webhooks: [hook], maxReviewBytesInFlight: 1 << 20, ...parts });
   const server = createServer(app.callback());
   servers.push(server);
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));

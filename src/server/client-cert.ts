@@ -11,7 +11,7 @@ import { peerChain, verifyClientChain } from '../apiserver/auth/x509.js';
 import { unauthorized } from '../core/status.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../core/feature.js';
-import { serveEndpoints, type Endpoint } from './request-kind.js';
+import type { Endpoint } from './request-kind.js';
 
 /** Why the request's client certificate does not chain to `roots`, or undefined when it does. */
 function clientCertProblem(ctx: Koa.Context, roots: X509Certificate[]): string | undefined {
@@ -60,7 +60,3 @@ export function peerEndpointMap(
   }
   return endpoints;
 }
-
-/** The peer endpoints alone, as a middleware (a replica's server in tests). */
-export const peerEndpoints = (...args: Parameters<typeof peerEndpointMap>): Koa.Middleware =>
-  serveEndpoints(peerEndpointMap(...args));

@@ -9,7 +9,6 @@
 // The priority class (overload.ts) is decided here too, from the method and URL.
 import type Koa from 'koa';
 import { parseRequestInfo, type RequestInfo } from '../apiserver/request-info.js';
-import { methodNotAllowedPath } from '../core/status.js';
 import { priorityOf, type Priority } from './overload.js';
 
 const HEALTH_PATHS = new Set(['/livez', '/readyz', '/healthz']);
@@ -74,18 +73,4 @@ export function asApiRequest(ctx: Koa.Context): void {
   state.probe = undefined;
   state.kind = ctx.path === '/metrics' && ctx.method === 'GET' ? 'metrics' : 'api';
   state.requestInfo = parseRequestInfo(ctx.method, ctx.path, ctx.querystring);
-}
-
-/**
- * Declared endpoints alone, without the rest of the chain (tests, a replica's peer
- * server): the exact path, then its method (else 405), authentication, the endpoint.
- */
-export function serveEndpoints(endpoints: ReadonlyMap<string, Endpoint>): Koa.Middleware {
-  return async (ctx, next) => {
-    const endpoint = endpoints.get(ctx.path);
-    if (!endpoint) return next();
-    if (ctx.method !== endpoint.method) throw methodNotAllowedPath();
-    endpoint.authenticate(ctx);
-    await endpoint.serve(ctx);
-  };
 }

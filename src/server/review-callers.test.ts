@@ -1,12 +1,11 @@
-// Who sent an AdmissionReview, over real TLS on loopback: the review routes as
-// src/server/app.ts mounts them, a listener that requests client certificates, and three
+// Who sent an AdmissionReview, over real TLS on loopback: the one request chain
+// (src/server/app.ts) serving a webhook and a conversion, a listener that requests client certificates, and three
 // callers — one with a certificate from admission.clientCA (the API server), one with none,
 // one with a certificate from another CA.
 import { copyFileSync, mkdtempSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allow } from '../admission/verdict.js';
 import { validatingWebhook, type ReviewContext } from '../admission/webhook.js';
@@ -15,10 +14,9 @@ import { crdConversion } from '../conversion/declare.js';
 import { UserError } from '../errors.js';
 import { createLogger } from '../log.js';
 import { admissionClientCa } from './admission-ca.js';
-import { reviewRoutes } from './app.js';
-import { statusErrors } from './errors.js';
 import { listen, type Listening } from './listen.js';
 import { reviewCallers, type ReviewCallers } from './review-callers.js';
+import { appOf } from '../../test/unit/app-of.js';
 
 const log = createLogger('silent');
 const dir = mkdtempSync(join(tmpdir(), 'annex-callers-'));
@@ -61,15 +59,13 @@ const admissionReview = {
 
 /** The review routes behind TLS, as annex serves them. */
 async function serve(callers: ReviewCallers, requireClientCert = false): Promise<string> {
-  const app = new Koa();
-  app.silent = true;
-  app.use(statusErrors(log));
-  app.use(
-    reviewRoutes({ webhooks: [hook], conversions: [conversion] }, log, {
-      callers,
-      requireClientCert,
-    }),
-  );
+  const app = appOf({
+    log,
+    webhooks: [hook],
+    conversions: [conversion],
+    reviewCallers: callers,
+    requireClientCert,
+  });
   const server = await listen(app, {
     host: '127.0.0.1',
     port: 0,

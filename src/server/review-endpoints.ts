@@ -4,7 +4,6 @@
 // authentication (the API server calls webhooks with the credentials its admission
 // config gives it): only AdmissionReviews are asked for it, because the API server calls
 // conversion webhooks without one (apiextensions-apiserver gives them no kubeconfig).
-import type Koa from 'koa';
 import { admissionReview } from '../admission/server.js';
 import { webhookPath, type Webhook } from '../admission/webhook.js';
 import { inFlightBytes } from '../core/review-io.js';
@@ -12,7 +11,7 @@ import { unauthorized } from '../core/status.js';
 import { conversionPath, type Conversion } from '../conversion/declare.js';
 import { conversionReview } from '../conversion/server.js';
 import type { Logger } from '../log.js';
-import { serveEndpoints, type Endpoint } from './request-kind.js';
+import type { Endpoint } from './request-kind.js';
 import type { ReviewCaller, ReviewCallers } from './review-callers.js';
 
 export interface ReviewOptions {
@@ -69,13 +68,4 @@ export function reviewEndpoints(
     });
   }
   return endpoints;
-}
-
-/** The review endpoints alone, as a middleware (the servers' tests). */
-export function reviewRoutes(
-  declared: { webhooks: Webhook[]; conversions?: Conversion[] },
-  log: Logger,
-  opts: ReviewOptions = {},
-): Koa.Middleware {
-  return serveEndpoints(reviewEndpoints(declared, log, opts));
 }

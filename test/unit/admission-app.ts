@@ -8,9 +8,9 @@ import { Writable } from 'node:stream';
 import { loadConfig, type ConfigOverrides } from '../../src/config/load.js';
 import type { Conversion } from '../../src/conversion/declare.js';
 import { createLogger } from '../../src/log.js';
-import { createApp } from '../../src/server/app.js';
 import { builtinFeatures } from '../../src/server/builtins.js';
 import { WorkQueue } from '../../src/kube/workqueue.js';
+import { appOf } from './app-of.js';
 
 export interface AdmissionApp {
   base: string;
@@ -57,15 +57,10 @@ export async function startAdmissionApp(
         registrationsChanged: () => {},
         events: { record: () => {} },
       });
-  const app = createApp({
+  const app = appOf({
     log,
-    readiness: () => [],
     webhooks: features.flatMap((f) => f.webhooks ?? []),
     conversions: opts.conversions ?? [],
-    groups: [],
-    auth: null,
-    trustLoopback: true,
-    stopWatches: new AbortController().signal,
     maxReviewBytesInFlight: config.admission.maxInFlightBytes,
   });
   const server: Server = createServer(app.callback());

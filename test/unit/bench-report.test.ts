@@ -235,7 +235,7 @@ describe('bench load generator', () => {
     const { checkAnswers } = await load('webhook/run.mjs');
     await checkAnswers('bare', port, certs.ca, { validate: '/validate', mutate: '/mutate' });
     const { runJob } = await load('webhook/load.mjs');
-    const { reviewSet } = await load('webhook/payload.mjs');
+    const { reviewSet } = await load('reviews.mjs');
     const base = {
       port,
       ca: certs.caPem,

@@ -14,9 +14,10 @@ import { afterAll, afterEach, beforeAll } from 'vitest';
 import { ensureCertificates } from '../../src/certs/index.js';
 import { loadConfig } from '../../src/config/load.js';
 import { createLogger } from '../../src/log.js';
-import { createApp, type AppParts } from '../../src/server/app.js';
+import type { AppParts } from '../../src/server/app.js';
 import { builtinFeatures } from '../../src/server/builtins.js';
 import { listen, type Listening } from '../../src/server/listen.js';
+import { appOf } from './app-of.js';
 
 let dir: string;
 export let ca: string;
@@ -89,14 +90,9 @@ export async function start(
   parts: Partial<AppParts> = {},
 ): Promise<Listening> {
   const config = loadConfig();
-  const app = createApp({
+  const app = appOf({
     log,
-    readiness: () => [],
     webhooks: builtinFeatures(config).flatMap((f) => f.webhooks ?? []),
-    groups: [],
-    auth: null,
-    trustLoopback: true,
-    stopWatches: new AbortController().signal,
     maxReviewBytesInFlight: config.admission.maxInFlightBytes,
     ...parts,
   });

@@ -1,63 +1,41 @@
 // AdmissionReviews for the reference-server check and the quick CPU loop: an apps/v1
 // Deployment CREATE padded to about `kb` KB with env vars in its first container.
+// Built by the benches' builder (bench/reviews.mjs) with the contract's own object.
 import { randomUUID } from 'node:crypto';
+import { admissionReview, deployment as benchDeployment, padEnv } from '../../reviews.mjs';
 
 export function deployment({ name = 'bench-app', labels = { app: 'bench' }, kb = 10 } = {}) {
-  const object = {
-    apiVersion: 'apps/v1',
-    kind: 'Deployment',
-    metadata: { name, namespace: 'default', ...(labels ? { labels } : {}) },
-    spec: {
-      replicas: 2,
-      selector: { matchLabels: { app: 'bench' } },
-      template: {
-        metadata: { labels: { app: 'bench' } },
-        spec: {
-          containers: [
-            { name: 'app', image: 'registry.example/app:1.0', env: [] },
-            {
-              name: 'sidecar',
-              image: 'registry.example/sidecar:1.0',
-              resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '64Mi' } },
-            },
-            {
-              name: 'limits-only',
-              image: 'registry.example/tool:1.0',
-              resources: { limits: { cpu: '1' } },
-            },
-          ],
-        },
+  const object = benchDeployment({
+    name,
+    namespace: 'default',
+    labels,
+    annotations: null,
+    app: 'bench',
+    containers: [
+      { name: 'app', image: 'registry.example/app:1.0', env: [] },
+      {
+        name: 'sidecar',
+        image: 'registry.example/sidecar:1.0',
+        resources: { requests: { cpu: '50m', memory: '64Mi' }, limits: { memory: '64Mi' } },
       },
-    },
-  };
+      {
+        name: 'limits-only',
+        image: 'registry.example/tool:1.0',
+        resources: { limits: { cpu: '1' } },
+      },
+    ],
+    podSpec: null,
+  });
   const env = object.spec.template.spec.containers[0].env;
-  for (let i = 0; JSON.stringify(object).length < kb * 1024 - 300; i++) {
-    env.push({ name: `BENCH_PADDING_${i}`, value: `value-${i}-${'x'.repeat(40)}` });
-  }
+  padEnv(env, () => JSON.stringify(object).length, kb * 1024 - 300, { prefix: 'BENCH_PADDING_' });
   return object;
 }
 
-export function review(object) {
-  return {
-    apiVersion: 'admission.k8s.io/v1',
-    kind: 'AdmissionReview',
-    request: {
-      uid: randomUUID(),
-      kind: { group: 'apps', version: 'v1', kind: 'Deployment' },
-      resource: { group: 'apps', version: 'v1', resource: 'deployments' },
-      requestKind: { group: 'apps', version: 'v1', kind: 'Deployment' },
-      requestResource: { group: 'apps', version: 'v1', resource: 'deployments' },
-      name: object.metadata.name,
-      namespace: object.metadata.namespace,
-      operation: 'CREATE',
-      userInfo: { username: 'system:admin', groups: ['system:masters', 'system:authenticated'] },
-      object,
-      oldObject: null,
-      dryRun: false,
-      options: { apiVersion: 'meta.k8s.io/v1', kind: 'CreateOptions' },
-    },
-  };
-}
+export const review = (object) =>
+  admissionReview(object, {
+    uid: randomUUID(),
+    userInfo: { username: 'system:admin', groups: ['system:masters', 'system:authenticated'] },
+  });
 
 /** The object the mutate rule should produce from `object` (the contract's two rules). */
 export function expectedMutation(object) {
