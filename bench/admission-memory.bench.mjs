@@ -36,7 +36,7 @@ const review = (i) =>
   );
 
 function post(agent, ca, port, body) {
-  return new Promise((resolve, reject) => {
+  return new Promise((resolve) => {
     const req = request(
       {
         host: '127.0.0.1',
@@ -49,21 +49,29 @@ function post(agent, ca, port, body) {
         headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
       },
       (res) => {
+        answered = true;
         let bytes = 0;
         res.on('data', (c) => (bytes += c.length));
         res.on('end', () => resolve({ code: res.statusCode, bytes }));
       },
     );
-    req.on('error', reject);
+    // A refusal (429) may come, and the socket close, while the 6.8 MB body is still being
+    // written: the write then fails (EPIPE, ECONNRESET) after the answer, which is the result.
+    // Without an answer the error is the result, printed in place of the code.
+    let answered = false;
+    req.on('error', (e) => {
+      if (!answered) resolve({ code: e.code ?? e.message, bytes: 0 });
+    });
     req.end(body);
   });
 }
 
 const dir = mkdtempSync(join(tmpdir(), 'annex-bench-'));
+let child;
 try {
   await ensureCertificates({ dir, service: 'annex', namespace: 'annex-system' });
   const ca = readFileSync(join(dir, 'ca.crt'));
-  const child = fork(join(import.meta.dirname, 'admission-server.mjs'), ['annex', dir], {
+  child = fork(join(import.meta.dirname, 'admission-server.mjs'), ['annex', dir], {
     stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
   });
   const { port } = await new Promise((r) => child.once('message', r));
@@ -89,7 +97,7 @@ try {
       `${n}x ${MB(NAME_BYTES)} name: HTTP ${codes}; response ${bytes}; RSS before ${MB(before)}, peak ${MB(peakRss)}, 10 s later ${MB(after)}`,
     );
   }
-  child.kill();
 } finally {
+  child?.kill(); // also when the bench throws: no annex left running
   rmSync(dir, { recursive: true, force: true });
 }
