@@ -75,7 +75,8 @@ export interface FeatureContext<C = unknown> {
    */
   queue: WorkQueue;
   /**
-   * Call after changing this feature's declarations at run time (a webhook's `rules`):
+   * Call after what this feature's declarations read has changed at run time (a webhook's
+   * `rules` declared as a getter over the feature's state, as the policy webhooks' are):
    * annex's registrar, the one writer of the registrations, applies them again (retried with
    * backoff until it holds). Never patch a registration yourself: a second writer of the same
    * object takes fields from the first.

@@ -32,7 +32,7 @@ function started() {
   const state = policyState();
   const record = vi.fn();
   const webhooks = policyWebhooks(state, { annexNamespace: 'annex', record });
-  const controller = new PolicyController(state, webhooks, {
+  const controller = new PolicyController(state, {
     native: true,
     directory,
     annexNamespace: 'annex',

@@ -28,12 +28,7 @@ import {
   POLICY_VERSION,
   type AdmissionPolicy,
 } from './types.js';
-import {
-  declareRules,
-  POLICY_CONFIGURATION,
-  POLICY_WEBHOOK,
-  type PolicyWebhooks,
-} from './webhooks.js';
+import { POLICY_CONFIGURATION, POLICY_WEBHOOK } from './webhooks.js';
 
 const FIELD_MANAGER = 'annex';
 const POLICIES_PATH = `/apis/${POLICY_GROUP}/${POLICY_VERSION}/${POLICY_PLURAL}`;
@@ -78,7 +73,6 @@ export class PolicyController {
 
   constructor(
     private readonly state: PolicyState,
-    private readonly webhooks: PolicyWebhooks,
     private readonly opts: ControllerOptions,
   ) {
     this.native = new NativePlan({
@@ -120,19 +114,16 @@ export class PolicyController {
     return `not enforced yet: ${shown.join(', ')}${more}`;
   }
 
-  /** What the API server must still send annex: the union of the webhook-side policies' rules. */
-  private webhookRules() {
-    return unionRules(this.state.onWebhook.flatMap((p) => p.rules));
-  }
-
   /**
-   * Plans the split with the API server, declares the webhooks' rules (the registrar, the
-   * one writer of annex-policies, re-renders them when told) and queues the CEL objects.
+   * Plans the split with the API server, sets the rules the webhooks declare (what the
+   * API server must still send annex: the union of the webhook-side policies' rules; the
+   * registrar, the one writer of annex-policies, re-renders them when told) and queues the
+   * CEL objects.
    */
   private syncRules(): void {
     this.state.onWebhook = this.native.plan(this.state.set.policies);
-    const rules = this.webhookRules();
-    declareRules(this.webhooks, rules);
+    const rules = unionRules(this.state.onWebhook.flatMap((p) => p.rules));
+    this.state.rules = rules;
     if (JSON.stringify(rules) !== this.declared) {
       this.declared = JSON.stringify(rules);
       this.registrationsChanged();
@@ -300,7 +291,7 @@ export class PolicyController {
             const objs = e.type === 'RELISTED' ? e.items : e.type === 'DELETED' ? [] : [e.object];
             const w = objs.flatMap((o) => o.webhooks ?? []).find((x) => x.name === POLICY_WEBHOOK);
             this.observed[which] = w;
-            if (w && this.listed && !sameRules(w.rules, this.webhookRules()))
+            if (w && this.listed && !sameRules(w.rules, this.state.rules))
               this.registrationsChanged();
             this.refreshStatuses();
           },

@@ -61,7 +61,7 @@ export function policyFeature(config: Config): Feature {
   }
 
   const webhooks = policyWebhooks(state, { annexNamespace: config.tls.namespace, record });
-  const controller = new PolicyController(state, webhooks, {
+  const controller = new PolicyController(state, {
     native: settings.native,
     directory: settings.directory,
     annexNamespace: config.tls.namespace,

@@ -1,5 +1,6 @@
 // What the policy webhooks read and the controller keeps current. The admission path
 // only reads it, so a review never waits on a watch or a write.
+import type { RuleWithOperations } from '../admission/webhook.js';
 import type { KubeClient } from '../kube/client.js';
 import type { CompiledPolicy } from './compile.js';
 import { PolicySet } from './engine.js';
@@ -9,6 +10,8 @@ export interface PolicyState {
   readonly set: PolicySet;
   /** The policies annex's webhook evaluates; the rest the API server enforces in CEL. */
   onWebhook: readonly CompiledPolicy[];
+  /** What the API server must send annex: the union of onWebhook's rules (the webhooks' `rules`). */
+  rules: readonly RuleWithOperations[];
   /** Namespace labels from the watch, for namespaceSelector (a review does not carry them). */
   readonly namespaceLabels: Map<string, Record<string, string>>;
   /** The API server; null without one (a laptop `npm start`). */
@@ -18,6 +21,7 @@ export interface PolicyState {
 export const policyState = (): PolicyState => ({
   set: new PolicySet(),
   onWebhook: [],
+  rules: [],
   namespaceLabels: new Map(),
   kube: null,
 });

@@ -1,7 +1,7 @@
 // The policy webhooks: admission glue between a review and the pure engine (decide,
 // mutateWith) over the policies the shared state holds, and the webhook that refuses an
 // AdmissionPolicy that does not compile. No watches, no writes: the controller keeps
-// the state and the declared `rules` current.
+// the state current, and the webhooks' `rules` are read from it.
 import type { AdmissionRequest } from '../admission/review.js';
 import { allow, deny } from '../admission/verdict.js';
 import {
@@ -20,10 +20,16 @@ import { POLICY_GROUP, POLICY_PLURAL, PolicyCompileError, type PolicyDecision } 
 export const POLICY_WEBHOOK = 'policies.annex.dev';
 export const POLICY_CONFIGURATION = 'annex-policies';
 
-const registration = (extra: object = {}) => ({
+/**
+ * One policy webhook's registration. Its `rules` read the state: the union of what the
+ * webhook-side policies match (none until one is ready), so the registrar renders what the
+ * controller last planned and nothing writes to the declaration.
+ */
+const registration = (state: PolicyState, extra: object = {}) => ({
   name: POLICY_WEBHOOK,
-  // The union of the policies' rules, kept current at run time (none until one is ready).
-  rules: [] as RuleWithOperations[],
+  get rules(): RuleWithOperations[] {
+    return [...state.rules];
+  },
   failurePolicy: 'Fail' as const,
   // Decisions become Events, which a dry run must not write.
   sideEffects: 'NoneOnDryRun' as const,
@@ -84,7 +90,7 @@ export function policyWebhooks(state: PolicyState, opts: WebhookOptions): Policy
     configuration: POLICY_CONFIGURATION,
     description:
       "annex's AdmissionPolicies (policy.annex.dev): Deny, Warn and Audit. annex keeps `rules` equal to what the policies match.",
-    registrations: [registration()],
+    registrations: [registration(state)],
     admit: async (req, review) => {
       const { verdict, decisions } = decide(state.onWebhook, req, await matchCtx(req, review));
       // Only the API server's reviews: anyone else could forge the userInfo and the object.
@@ -98,7 +104,7 @@ export function policyWebhooks(state: PolicyState, opts: WebhookOptions): Policy
     configuration: POLICY_CONFIGURATION,
     description:
       "annex's AdmissionPolicies (policy.annex.dev): mutate rules. annex keeps `rules` equal to what the policies match.",
-    registrations: [registration({ reinvocationPolicy: 'Never' })],
+    registrations: [registration(state, { reinvocationPolicy: 'Never' })],
     admit: async (req, review) => mutateWith(state.onWebhook, req, await matchCtx(req, review)),
   };
   const check = validatingWebhook({
@@ -125,9 +131,4 @@ export function policyWebhooks(state: PolicyState, opts: WebhookOptions): Policy
     },
   });
   return { validating, mutating, check };
-}
-
-/** Declares `rules` on both policy webhooks (the registrar renders them when told). */
-export function declareRules(webhooks: PolicyWebhooks, rules: RuleWithOperations[]): void {
-  for (const w of [webhooks.validating, webhooks.mutating]) w.registrations[0]!.rules = rules;
 }
