@@ -4,6 +4,7 @@
 //   BENCH_ROUNDS=N     rounds (default 3)
 //   BENCH_ONLY=a,b     only these scenarios (webhook, startup, aggregated)
 //   BENCH_SERVERS=a,b  only these webhook servers (bench/webhook/servers/index.mjs)
+//   BENCH_BEFORE=DIR   also the annex servers of another built checkout, "<name>@before"
 //   BENCH_OUT=DIR      where the report goes (default docs/bench, or bench/results/quick)
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';

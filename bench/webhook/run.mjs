@@ -442,6 +442,9 @@ export function ratiosOf(rows) {
       ]) {
         out.push(...ratio(rows, 'CPU per review vs A', sc, cpu, other, 'bare'));
       }
+      for (const name of ['annex', 'annex-builtins', 'annex-policies']) {
+        out.push(...ratio(rows, 'CPU per review vs before', sc, cpu, name, `${name}@before`));
+      }
     }
   }
   for (const path of PATHS) {
@@ -457,6 +460,7 @@ export function ratiosOf(rows) {
         target: { op: '<=', value: 1 },
       });
     }
+    out.push(...ratio(rows, 'p99 vs before', sc, 'p99', 'annex', 'annex@before'));
   }
   return out;
 }

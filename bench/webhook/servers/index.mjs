@@ -12,7 +12,6 @@ import { pathToFileURL } from 'node:url';
 
 const here = import.meta.dirname;
 const root = join(here, '../../..');
-const annexCli = join(root, 'dist/cli/main.js');
 const both = (validate, mutate) => ({ validate, mutate });
 
 /**
@@ -46,7 +45,8 @@ function built(name, label) {
  * annex as deployed: `annex serve` with the default configuration (info logging on, one
  * line per review, to stderr; metrics group on), only the port and certificates set.
  */
-function annex(label, paths, extra = () => []) {
+function annex(label, paths, extra = () => [], tree = root) {
+  const annexCli = join(tree, 'dist/cli/main.js');
   return {
     label,
     paths,
@@ -70,10 +70,10 @@ function annex(label, paths, extra = () => []) {
 }
 
 /** The demo policies (policies/) and five more, read from a folder as with no API server. */
-function policyDir(env) {
+function policyDir(env, tree = root) {
   const dir = join(env.BENCH_WORK, 'policies');
   mkdirSync(dir, { recursive: true });
-  for (const from of [join(root, 'policies'), join(here, 'annex-policies')]) {
+  for (const from of [join(tree, 'policies'), join(tree, 'bench/webhook/servers/annex-policies')]) {
     for (const f of readdirSync(from)) if (f.endsWith('.yaml')) cpSync(join(from, f), join(dir, f));
   }
   return dir;
@@ -104,10 +104,42 @@ export const servers = {
     both('/validate/policies', '/mutate/policies'),
     (env) => ['--policies', policyDir(env)],
   ),
+  ...before(process.env.BENCH_BEFORE),
 };
+
+/**
+ * BENCH_BEFORE=<a built checkout of another commit>: the three annex servers once more from
+ * that tree (its dist, its bench feature and policies), `<name>@before`, measured in the
+ * same rounds as this tree's, so a change is judged against its before-build on the same
+ * machine at the same time (ratios "vs before").
+ */
+function before(tree) {
+  if (!tree) return {};
+  const at = `(before: ${tree})`;
+  return {
+    'annex@before': annex(
+      `annex (feature, public API) ${at}`,
+      both('/validate/bench-names', '/mutate/bench-defaults'),
+      () => ['--load', join(tree, 'bench/webhook/servers/annex/feature.mjs')],
+      tree,
+    ),
+    'annex-builtins@before': annex(
+      `annex built-ins (names, defaults) ${at}`,
+      both('/validate/names', '/mutate/defaults'),
+      () => [],
+      tree,
+    ),
+    'annex-policies@before': annex(
+      `annex, 10 AdmissionPolicies ${at}`,
+      both('/validate/policies', '/mutate/policies'),
+      (env) => ['--policies', policyDir(env, tree)],
+      tree,
+    ),
+  };
+}
 
 /** Which answers a server must give to be measured (checked once before any load). */
 export const CHECKS = {
   /** Servers that implement exactly the contract's two rules (the others run their own). */
-  exact: ['bare', 'controller-runtime', 'go-hand', 'pepr', 'annex'],
+  exact: ['bare', 'controller-runtime', 'go-hand', 'pepr', 'annex', 'annex@before'],
 };
