@@ -13,7 +13,6 @@ import {
   watchServingMaterial,
   type ServingMaterial,
 } from '../certs/index.js';
-import { hasTargets, injectWithClient } from '../certs/inject.js';
 import { featureConfigs } from '../config/features.js';
 import { loadConfig, type Config, type ConfigOverrides } from '../config/load.js';
 import { DEFAULT_SHUTDOWN_DELAY_SECONDS } from '../config/schema.js';
@@ -23,10 +22,11 @@ import { kubeEventSink } from '../kube/events.js';
 import { createLogger, type Logger } from '../log.js';
 import { parsePemBundle } from '../apiserver/auth/x509.js';
 import { WorkQueue } from '../kube/workqueue.js';
-import { registerWhenReady, type Registrar } from '../manifests/register.js';
-import { ownershipGate, sharedGroups, sharedGroupUnits } from '../manifests/ownership.js';
-import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
+import type { Registrar } from '../manifests/register.js';
+import { declarationsOf } from '../manifests/render.js';
 import { createApp } from './app.js';
+import { caInjector } from './ca-inject.js';
+import { startRegistration } from './registration.js';
 import type { Readiness } from './health.js';
 import { admissionClientCa } from './admission-ca.js';
 import { builtinFeatures } from './builtins.js';
@@ -266,142 +266,6 @@ export async function startAnnex(
       await close();
     },
     close,
-  };
-}
-
-/**
- * The one writer of annex's registrations. With registration.apply: each feature's
- * APIServices and webhook configurations, applied once it is ready (and not shutting down),
- * with annex's CA, again whenever their rendering changes (the CA; rules a feature changes
- * at run time). Without it the install owns them, and annex applies only the `rules` of the
- * webhooks whose feature changes them at run time (`registrationsChanged`).
- */
-function startRegistration(
-  config: Config,
-  kube: ReturnType<typeof connectKube>,
-  features: Feature[],
-  reactive: ReadonlySet<string>,
-  ca: () => string | undefined,
-  shuttingDown: () => boolean,
-  queue: WorkQueue,
-  log: Logger,
-): (Registrar & { report: (() => string) | null }) | null {
-  if (!kube) return null;
-  const service = serviceRefOf(config);
-  const full = config.registration.apply;
-  const regLog = log.child({ component: 'registration' });
-  // Only annex's own APIService writes need the owner check (manifests/ownership.ts).
-  const shared = full ? sharedGroups(declarationsOf(features).groups).map((g) => g.group) : [];
-  const gate = shared.length
-    ? ownershipGate({
-        kube,
-        groups: shared,
-        service,
-        replace: config.registration.replaceOwners,
-        log: regLog,
-      })
-    : null;
-  const units = features
-    .flatMap((f) => {
-      const ready = () => !shuttingDown() && (f.ready?.() ?? true) === true;
-      const own = () => {
-        const d = declarationsOf([f]);
-        return gate ? { ...d, groups: d.groups.filter((g) => !g.apiService?.shared) } : d;
-      };
-      return [
-        {
-          name: f.name,
-          objects: () => {
-            const objects = renderObjects(own(), service);
-            if (full) return objects;
-            return reactive.has(f.name)
-              ? objects.filter(isWebhookConfiguration).map(rulesOnly)
-              : [];
-          },
-          ready,
-        },
-        ...(gate ? sharedGroupUnits(f.name, declarationsOf([f]).groups, service, ready, gate) : []),
-      ];
-    })
-    .filter((u) => !full || u.objects().length > 0);
-  if (!units.length) {
-    gate?.stop();
-    return null;
-  }
-  const registrar = registerWhenReady({
-    kube,
-    units,
-    caBundle: () => (full ? Buffer.from(ca() ?? '').toString('base64') : ''),
-    rulesOnly: !full,
-    queue,
-    log: regLog,
-  });
-  return {
-    ...registrar,
-    report: gate ? () => gate.report() : null,
-    stop: () => {
-      gate?.stop();
-      registrar.stop();
-    },
-  };
-}
-
-// eslint-disable-next-line @typescript-eslint/no-explicit-any
-type Rendered = Record<string, any>;
-const isWebhookConfiguration = (o: Rendered) => Array.isArray(o.webhooks);
-/** Only the webhooks' names and rules: what annex owns when the install owns the rest. */
-const rulesOnly = (o: Rendered): Rendered => ({
-  apiVersion: o.apiVersion,
-  kind: o.kind,
-  metadata: { name: o.metadata.name },
-  webhooks: (o.webhooks as Rendered[]).map((w) => ({ name: w.name, rules: w.rules })),
-});
-
-/**
- * Keeps the configured caBundles equal to annex's CA (tls.inject), tried once at start and
- * on each certificate change. A failed try (a target not there yet, as a CRD applied after
- * annex, or the API server down) is retried on the work queue with its backoff, never a
- * reason to exit: annex not serving is what would keep the API server's calls failing.
- * A no-op when no targets are configured.
- */
-function caInjector(
-  config: Config,
-  kube: ReturnType<typeof connectKube>,
-  queue: WorkQueue,
-  log: Logger,
-) {
-  const targets = config.tls.inject;
-  if (!hasTargets(targets)) return async (_ca?: string) => {};
-  if (!kube)
-    throw new UserError('tls.inject needs an API server: set kube.kubeconfig or run in a cluster');
-  let ca = '';
-  let lastError = '';
-  const inject = async () => {
-    const done = await injectWithClient(kube, Buffer.from(ca).toString('base64'), targets);
-    lastError = '';
-    for (const d of done)
-      log.info({ kind: d.kind, name: d.name, changed: d.changed }, 'caBundle injected');
-  };
-  const failed = (e: Error, retryInMs?: number) => {
-    // Once per distinct error: a target missing for minutes is one line, not one a try.
-    if (e.message !== lastError)
-      log.error(
-        { error: e.message, retryInMs },
-        'caBundle injection failed (tls.inject); retrying',
-      );
-    lastError = e.message;
-  };
-  const q = queue.writer('inject', { handle: inject, onError: (_key, e, ms) => failed(e, ms) });
-  return async (next?: string) => {
-    if (!next) throw new UserError(`tls.inject is set but ${config.tls.dir} has no ca.crt`);
-    ca = next;
-    try {
-      await inject();
-      q.forget('ca');
-    } catch (e) {
-      failed(e as Error);
-      q.add('ca');
-    }
   };
 }
 
