@@ -6,7 +6,6 @@
 // laptop `npm start`), the policies come from `policy.directory`.
 import { hostname } from 'node:os';
 import type { AdmissionRequest } from '../admission/review.js';
-import { loadServingMaterial } from '../certs/index.js';
 import type { Provider } from '../core/types.js';
 import type { Feature, FeatureEvents } from '../core/feature.js';
 import type { Logger } from '../log.js';
@@ -32,8 +31,11 @@ export interface PolicyPlacement {
   namespace: string;
   /** The port each replica listens on (server.port). */
   port: number;
-  /** The folder of the serving certificate (tls.dir). */
-  certDir: string;
+  /**
+   * This replica's serving material (tls.dir), read anew on each call: the peer fan-out's
+   * client certificate and CA. Throws when none is readable.
+   */
+  serving(): { cert: string; key: string; ca?: string };
 }
 
 /** Built from its section (`policy:`, ./config.ts): its webhooks and groups depend on it. */
@@ -53,7 +55,7 @@ export function policyFeature(settings: PolicyConfig, at: PolicyPlacement): Feat
           local: log.store,
           peers: () => findPeers(),
           tls: () => {
-            const m = loadServingMaterial(at.certDir);
+            const m = at.serving();
             return { ca: m.ca ?? '', cert: m.cert, key: m.key };
           },
           serverName: `${at.service}.${at.namespace}.svc`,
@@ -82,7 +84,7 @@ export function policyFeature(settings: PolicyConfig, at: PolicyPlacement): Feat
     annexNamespace: at.namespace,
     servingCert: () => {
       try {
-        return loadServingMaterial(at.certDir).cert;
+        return at.serving().cert;
       } catch {
         return ''; // None readable: no caBundle can be judged to verify it.
       }

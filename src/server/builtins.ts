@@ -4,6 +4,7 @@
 // which src/config/schema.ts places at a top-level key reserved for it. `enabled` is the one
 // key of a section the server reads: a user's feature is switched on by being listed.
 import { defaultsFeature, namesFeature } from '../admission/index.js';
+import { loadServingMaterial } from '../certs/index.js';
 import type { Config } from '../config/load.js';
 import { metricsFeature } from '../metrics/feature.js';
 import { policyFeature } from '../policy/feature.js';
@@ -18,7 +19,7 @@ export function builtinFeatures(config: Config): Feature[] {
   if (metrics.enabled) features.push(metricsFeature(metrics));
   if (policy.enabled) {
     const at = { service: tls.service, namespace: tls.namespace, port: config.server.port };
-    features.push(policyFeature(policy, { ...at, certDir: tls.dir }));
+    features.push(policyFeature(policy, { ...at, serving: () => loadServingMaterial(tls.dir) }));
   }
   if (scaling.enabled) features.push(scalingFeature(scaling));
   return features;
