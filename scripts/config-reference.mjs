@@ -1,35 +1,61 @@
 // Renders docs/configuration.md from src/config/schema.ts: the key, type and default of every
 // setting from the JSON Schema, its description from the `Config` interface's doc comment
-// (or the schema's `description`). `npm run manifests` writes it; a unit test
-// (test/unit/config-reference.test.ts) fails when the committed page drifts from this.
+// (or the schema's `description`); a section a built-in feature declares beside its code
+// (SCHEMA_SOURCE_PATHS) is described by its own interface's comments. `npm run manifests`
+// writes it; a unit test (test/unit/config-reference.test.ts) fails when the committed page
+// drifts from this.
 import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import ts from 'typescript';
 import { stringify } from 'yaml';
 
 export const CONFIG_REFERENCE_PATH = 'docs/configuration.md';
-export const SCHEMA_SOURCE_PATH = 'src/config/schema.ts';
+/** src/config/schema.ts, then the files where the built-in features declare their sections. */
+export const SCHEMA_SOURCE_PATHS = [
+  'src/config/schema.ts',
+  'src/admission/config.ts',
+  'src/metrics/config.ts',
+  'src/policy/config.ts',
+  'src/scaling/config.ts',
+];
 
-/** Doc comments of the `Config` interface, by dotted key (`server.maxInFlight.review`). */
+/** The text of those files, one after the other: what `docComments` reads. */
+export const schemaSource = (root) =>
+  SCHEMA_SOURCE_PATHS.map((p) => readFileSync(join(root, p), 'utf8')).join('\n');
+
+const docOf = (node) =>
+  ts
+    .getJSDocCommentsAndTags(node)
+    .filter(ts.isJSDoc)
+    .map((d) => ts.getTextOfJSDocComment(d.comment) ?? '')
+    .join(' ');
+
+/**
+ * Doc comments of the `Config` interface, by dotted key (`server.maxInFlight.review`). A key
+ * typed by another interface of `source` (`metrics: MetricsConfig`) takes that interface's
+ * comment when it has none of its own, and its members' below it.
+ */
 export function docComments(source) {
   const file = ts.createSourceFile('schema.ts', source, ts.ScriptTarget.Latest, true);
+  const interfaces = new Map();
+  ts.forEachChild(file, (n) => {
+    if (ts.isInterfaceDeclaration(n)) interfaces.set(n.name.text, n);
+  });
   const out = new Map();
   const walk = (members, prefix) => {
     for (const m of members) {
       if (!ts.isPropertySignature(m) || !m.name) continue;
       const key = prefix + m.name.getText(file);
-      const text = ts
-        .getJSDocCommentsAndTags(m)
-        .filter(ts.isJSDoc)
-        .map((d) => ts.getTextOfJSDocComment(d.comment) ?? '')
-        .join(' ');
+      const named =
+        m.type && ts.isTypeReferenceNode(m.type) && interfaces.get(m.type.typeName.getText(file));
+      const text = docOf(m) || (named ? docOf(named) : '');
       if (text) out.set(key, text.replace(/\s+/g, ' ').trim());
       if (m.type && ts.isTypeLiteralNode(m.type)) walk(m.type.members, `${key}.`);
+      if (named) walk(named.members, `${key}.`);
     }
   };
-  ts.forEachChild(file, (n) => {
-    if (ts.isInterfaceDeclaration(n) && n.name.text === 'Config') walk(n.members, '');
-  });
+  walk(interfaces.get('Config').members, '');
   return out;
 }
 
@@ -71,7 +97,7 @@ function defaultOf(s) {
 }
 
 /**
- * The page. `schema` is configSchema, `source` the text of schema.ts, `defaults` the
+ * The page. `schema` is configSchema, `source` schemaSource's text, `defaults` the
  * configuration loaded from no file (what `annex serve` runs with by default).
  */
 export function renderConfigReference({ schema, source, defaults }) {
@@ -130,7 +156,7 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const root = fileURLToPath(new URL('..', import.meta.url));
   const { configSchema } = await import(new URL('../dist/config/schema.js', import.meta.url));
   const { loadConfig } = await import(new URL('../dist/config/load.js', import.meta.url));
-  const source = readFileSync(root + SCHEMA_SOURCE_PATH, 'utf8');
+  const source = schemaSource(root);
   const text = renderConfigReference({ schema: configSchema, source, defaults: loadConfig() });
   writeFileSync(root + CONFIG_REFERENCE_PATH, text);
   process.stdout.write(`wrote ${CONFIG_REFERENCE_PATH}\n`);

@@ -168,6 +168,4 @@ export const PRIVATE_IMPORTS = {
     "podTemplateDefaults sees the pod template as the API server will, with annex defaults' code (defaultPodTemplateSpec)",
   'policy -> src/admission/defaults/input.ts':
     'the offline loader reads manifests as annex check and annex defaults do (readObjects)',
-  'policy -> src/certs/index.ts':
-    "the decision log's peer fan-out dials the other replicas with annex's serving material (loadServingMaterial); FeatureContext offers no peer client yet",
 };

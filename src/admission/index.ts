@@ -1,12 +1,13 @@
 // The built-in admission features, each a plain user of the Feature contract.
-import type { Config } from '../config/load.js';
 import type { Feature } from '../core/feature.js';
+import type { DefaultsConfig } from './config.js';
 import { defaultsWebhook } from './webhooks/defaults.js';
 import { namesWebhook } from './webhooks/names.js';
 
 export const namesFeature = (): Feature => ({ name: 'names', webhooks: [namesWebhook()] });
 
-export const defaultsFeature = (settings: Config['admission']['defaults']): Feature => ({
+// Built from its section (`admission.defaults`, ./config.ts): the webhook is declared with it.
+export const defaultsFeature = (settings: DefaultsConfig): Feature => ({
   name: 'defaults',
   webhooks: [defaultsWebhook(settings)],
 });

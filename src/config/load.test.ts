@@ -4,6 +4,11 @@ import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
 import { loadConfig } from './load.js';
 import { UserError } from '../errors.js';
+import { configSchema } from './schema.js';
+import { defaultsConfig, namesConfig } from '../admission/config.js';
+import { metricsConfig } from '../metrics/config.js';
+import { policyConfig } from '../policy/config.js';
+import { scalingConfig } from '../scaling/config.js';
 
 const file = (text: string) => {
   const f = join(mkdtempSync(join(tmpdir(), 'annex-cfg-')), 'annex.yaml');
@@ -26,6 +31,17 @@ describe('loadConfig', () => {
     });
     expect(c.tls.service).toBe('annex');
     expect(c.admission.defaults.requests).toEqual({ cpu: '100m', memory: '128Mi' });
+  });
+
+  it("places each built-in's declared section, its defaults those ajv fills in", () => {
+    const c = loadConfig();
+    // declareConfig reads `defaults` off the schema; ajv's useDefaults must agree with it.
+    expect(c.metrics).toEqual(metricsConfig.defaults);
+    expect(c.policy).toEqual(policyConfig.defaults);
+    expect(c.scaling).toEqual(scalingConfig.defaults);
+    expect(c.admission.names).toEqual(namesConfig.defaults);
+    expect(c.admission.defaults).toEqual(defaultsConfig.defaults);
+    expect(configSchema.properties.metrics).toBe(metricsConfig.schema);
   });
 
   it('layers file then overrides', () => {

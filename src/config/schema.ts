@@ -1,6 +1,20 @@
 // The one configuration object: every setting annex has, its default, and its check.
-// The server, the CLI and the rendered manifests all read it from here.
+// The server, the CLI and the rendered manifests all read it from here. This file owns the
+// server's own settings; each built-in feature declares its section beside its code, as a
+// user's feature does (Feature.config), and is placed here at a top-level key reserved for
+// it (a user feature's section is `featureConfig.<name>`), so the file format, the one
+// validation pass and docs/configuration.md cover every key.
 import type { JSONSchemaType } from 'ajv';
+import {
+  defaultsConfig,
+  namesConfig,
+  type DefaultsConfig,
+  type NamesConfig,
+} from '../admission/config.js';
+import { filledIn } from '../core/config.js';
+import { metricsConfig, type MetricsConfig } from '../metrics/config.js';
+import { policyConfig, type PolicyConfig } from '../policy/config.js';
+import { scalingConfig, type ScalingConfig } from '../scaling/config.js';
 
 export interface Config {
   /** The HTTPS listener: address, port, connection and request limits, graceful shutdown. */
@@ -139,105 +153,12 @@ export interface Config {
     clientCA: string;
     /** Refuse (401) AdmissionReviews without a client certificate from clientCA, which must exist. */
     requireClientCert: boolean;
-    /** Workload and referenced names checked with Kubernetes' own rules and messages. */
-    names: {
-      /** Validating webhook /validate/names. */
-      enabled: boolean;
-    };
-    /** Defaults added where absent (requests, managed-by, pod-template defaults). */
-    defaults: {
-      /** Mutating webhook /mutate/defaults. */
-      enabled: boolean;
-      /** app.kubernetes.io/managed-by added where absent; empty turns it off. */
-      managedBy: string;
-      /** Container resource requests added where absent; empty values turn each off. */
-      requests: {
-        /** CPU request, as a quantity (100m). */
-        cpu: string;
-        /** Memory request, as a quantity (128Mi). */
-        memory: string;
-      };
-      /** The API server's pod-template defaults on custom resources (CRDs get none). */
-      podTemplates: boolean;
-    };
+    names: NamesConfig;
+    defaults: DefaultsConfig;
   };
-  /** The aggregated metrics group (NodeMetrics, PodMetrics) and where its data comes from. */
-  metrics: {
-    /** Serve the aggregated metrics-like group (discovery, OpenAPI, list/get/watch). */
-    enabled: boolean;
-    /** The API group it is served as. */
-    group: string;
-    /** Also serve the same data as metrics.k8s.io v1beta1 + v1, for `kubectl top`. */
-    registerMetricsK8sIo: boolean;
-    /** local: this machine as a node, annex as a pod; kubelet: scrape every Node. */
-    source: 'local' | 'kubelet';
-    /** How often the source is read; CPU is the rate between two reads. */
-    scrapeIntervalSeconds: number;
-    /** Namespace of the pod the local source reports for annex itself. */
-    localNamespace: string;
-    /** How the kubelet source reaches each Node's kubelet (/metrics/resource). */
-    kubelet: {
-      /** Only for clusters whose kubelets serve self-signed certificates (minikube). */
-      insecureSkipTLSVerify: boolean;
-      /** CA for kubelet serving certificates; empty = the cluster CA when in a Pod. */
-      caFile: string;
-      /** Client certificate for the kubelet; empty = none. */
-      clientCertFile: string;
-      /** Its key. */
-      clientKeyFile: string;
-      /** Bearer token for the kubelet (nodes/metrics); empty = none. */
-      tokenFile: string;
-      /** Budget for one kubelet's answer. */
-      timeoutSeconds: number;
-      /** Which of a Node's addresses to dial, the first type found first. */
-      preferredAddressTypes: string[];
-      /** Kubelets read at once. */
-      concurrency: number;
-    };
-  };
-  /** AdmissionPolicies (policy.annex.dev) and the decision log (audit.annex.dev). */
-  policy: {
-    /** Serve AdmissionPolicies (policy.annex.dev): webhooks, Events, the decision log. */
-    enabled: boolean;
-    /** Without an API server, the policies are read from this folder. */
-    directory: string;
-    /** reportingInstance of Events and `replica` of decisions; empty = the host (Pod) name. */
-    instance: string;
-    /** Write events.k8s.io Events for Deny, Warn and Audit decisions. */
-    events: boolean;
-    /**
-     * Hand every policy that compiles to CEL (and has no Audit action, which the decision log
-     * records) to the API server as a ValidatingAdmissionPolicy / MutatingAdmissionPolicy;
-     * the rest stay on annex's webhook.
-     */
-    native: boolean;
-    /** The AdmissionEvents (kubectl get admissionevents) each replica keeps. */
-    decisionLog: {
-      /** AdmissionEvents kept in memory by each replica; the oldest are dropped. */
-      maxEntries: number;
-      /** Other replicas' base URLs (https://host:port), read when listing decisions. */
-      peers: string[];
-      /** Find the other replicas from the EndpointSlices of tls.service in tls.namespace. */
-      discoverPeers: boolean;
-      /** How long one peer may take to answer before its decisions are left out. */
-      peerTimeoutMs: number;
-    };
-  };
-  /** ExternalMetrics: metrics HorizontalPodAutoscalers scale on. */
-  scaling: {
-    /**
-     * Serve external.metrics.k8s.io and custom.metrics.k8s.io from the ExternalMetrics
-     * (metrics.annex.dev) annex polls: HPAs scale on them. Needs the CRD and an API server.
-     */
-    enabled: boolean;
-    /**
-     * Serve and register external.metrics.k8s.io and custom.metrics.k8s.io (what HPAs read).
-     * Off in the kustomize base: KEDA and prometheus-adapter own them in many clusters.
-     */
-    registerMetricsApis: boolean;
-    /** Where json and prometheus sources may be read from (the schema's descriptions say how). */
-    allow: { urls: string[]; hosts: string[]; cidrs: string[] };
-  };
+  metrics: MetricsConfig;
+  policy: PolicyConfig;
+  scaling: ScalingConfig;
   /** annex's JSON log lines (identifiers only, never object contents). */
   log: {
     /** The lowest level written. */
@@ -256,11 +177,6 @@ export interface Config {
 
 /** server.shutdownDelaySeconds when unset and annex has an API server (see Config). */
 export const DEFAULT_SHUTDOWN_DELAY_SECONDS = 10;
-
-/** An empty object as a default: ajv then fills its fields from their own defaults. */
-const filledIn = <T>() => ({}) as T;
-type Admission = Config['admission'];
-type Policy = Config['policy'];
 
 export const configSchema: JSONSchemaType<Config> = {
   type: 'object',
@@ -389,165 +305,13 @@ export const configSchema: JSONSchemaType<Config> = {
         maxInFlightBytes: { type: 'integer', minimum: 1, default: 64 * 1024 * 1024 },
         clientCA: { type: 'string', default: '' },
         requireClientCert: { type: 'boolean', default: false },
-        names: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['enabled'],
-          default: filledIn<Admission['names']>(),
-          properties: { enabled: { type: 'boolean', default: true } },
-        },
-        defaults: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['enabled', 'managedBy', 'requests', 'podTemplates'],
-          default: filledIn<Admission['defaults']>(),
-          properties: {
-            enabled: { type: 'boolean', default: true },
-            managedBy: { type: 'string', default: 'annex' },
-            requests: {
-              type: 'object',
-              additionalProperties: false,
-              required: ['cpu', 'memory'],
-              default: filledIn<Admission['defaults']['requests']>(),
-              properties: {
-                cpu: { type: 'string', default: '100m' },
-                memory: { type: 'string', default: '128Mi' },
-              },
-            },
-            podTemplates: { type: 'boolean', default: true },
-          },
-        },
+        names: namesConfig.schema,
+        defaults: defaultsConfig.schema,
       },
     },
-    metrics: {
-      type: 'object',
-      additionalProperties: false,
-      required: [
-        'enabled',
-        'group',
-        'registerMetricsK8sIo',
-        'source',
-        'scrapeIntervalSeconds',
-        'localNamespace',
-        'kubelet',
-      ],
-      properties: {
-        enabled: { type: 'boolean', default: true },
-        group: { type: 'string', minLength: 1, default: 'metrics.annex.dev' },
-        registerMetricsK8sIo: { type: 'boolean', default: false },
-        source: { type: 'string', enum: ['local', 'kubelet'], default: 'local' },
-        // metrics-server's minimum: two samples must be far enough apart to make a rate.
-        scrapeIntervalSeconds: { type: 'integer', minimum: 1, default: 15 },
-        localNamespace: { type: 'string', minLength: 1, default: 'annex-system' },
-        kubelet: {
-          type: 'object',
-          additionalProperties: false,
-          required: [
-            'insecureSkipTLSVerify',
-            'caFile',
-            'clientCertFile',
-            'clientKeyFile',
-            'tokenFile',
-            'timeoutSeconds',
-            'preferredAddressTypes',
-            'concurrency',
-          ],
-          default: filledIn<Config['metrics']['kubelet']>(),
-          properties: {
-            insecureSkipTLSVerify: { type: 'boolean', default: false },
-            caFile: { type: 'string', default: '' },
-            clientCertFile: { type: 'string', default: '' },
-            clientKeyFile: { type: 'string', default: '' },
-            tokenFile: { type: 'string', default: '' },
-            timeoutSeconds: { type: 'number', exclusiveMinimum: 0, default: 10 },
-            preferredAddressTypes: {
-              type: 'array',
-              items: {
-                type: 'string',
-                enum: ['InternalIP', 'ExternalIP', 'Hostname', 'InternalDNS', 'ExternalDNS'],
-              },
-              default: ['InternalIP', 'ExternalIP', 'Hostname'],
-            },
-            concurrency: { type: 'integer', minimum: 1, default: 32 },
-          },
-        },
-      },
-    },
-    policy: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['enabled', 'directory', 'instance', 'events', 'native', 'decisionLog'],
-      properties: {
-        enabled: { type: 'boolean', default: false },
-        directory: { type: 'string', minLength: 1, default: 'policies' },
-        instance: { type: 'string', maxLength: 128, default: '' },
-        events: { type: 'boolean', default: true },
-        native: { type: 'boolean', default: true },
-        decisionLog: {
-          type: 'object',
-          additionalProperties: false,
-          required: ['maxEntries', 'peers', 'discoverPeers', 'peerTimeoutMs'],
-          default: filledIn<Policy['decisionLog']>(),
-          properties: {
-            maxEntries: { type: 'integer', minimum: 1, default: 1000 },
-            peers: { type: 'array', items: { type: 'string', pattern: '^https://' }, default: [] },
-            discoverPeers: { type: 'boolean', default: false },
-            peerTimeoutMs: { type: 'integer', minimum: 1, default: 2000 },
-          },
-        },
-      },
-    },
-    scaling: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['enabled', 'registerMetricsApis', 'allow'],
-      properties: {
-        enabled: { type: 'boolean', default: false },
-        registerMetricsApis: { type: 'boolean', default: true },
-        allow: {
-          type: 'object',
-          description: [
-            "Where an ExternalMetric's json or prometheus source may be read from. Anyone who",
-            'may edit a namespace may write an ExternalMetric, and annex fetches its URL from',
-            'inside the cluster: so nothing is allowed unless listed here (objects sources need',
-            'nothing). A URL is allowed when it is under one of `urls`, its host is one of',
-            '`hosts`, or the address it connects to is in one of `cidrs`. Whatever a name or a',
-            'broad CIDR allows, annex never connects to loopback, 0.0.0.0/8, link-local',
-            '(169.254.0.0/16, fe80::/10), cloud metadata (100.100.100.200, 168.63.129.16,',
-            'fd00:ec2::254) or the IPv4-mapped, NAT64 and 6to4 forms of these, unless an entry',
-            'names that address: a URL or host entry written with the IP address, or a CIDR',
-            'inside the range (127.0.0.1/32). Checked on the address dialled, after DNS;',
-            'redirects are never followed.',
-          ].join(' '),
-          additionalProperties: false,
-          required: ['urls', 'hosts', 'cidrs'],
-          default: filledIn<Config['scaling']['allow']>(),
-          properties: {
-            urls: {
-              type: 'array',
-              description:
-                "URL prefixes: same scheme, host and port, and a path under the prefix's (http://prometheus.monitoring.svc:9090/api/v1/ allows /api/v1/query, not /admin).",
-              items: { type: 'string', minLength: 1 },
-              default: [],
-            },
-            hosts: {
-              type: 'array',
-              description:
-                'Host names (any port, http and https): queue.shop.svc.cluster.local, or *.monitoring.svc for every name under it; an IP address allows exactly that address.',
-              items: { type: 'string', minLength: 1 },
-              default: [],
-            },
-            cidrs: {
-              type: 'array',
-              description:
-                'Address ranges any URL may connect to, whatever its name: 10.96.0.0/12, fd00::/8.',
-              items: { type: 'string', minLength: 1 },
-              default: [],
-            },
-          },
-        },
-      },
-    },
+    metrics: metricsConfig.schema,
+    policy: policyConfig.schema,
+    scaling: scalingConfig.schema,
     log: {
       type: 'object',
       additionalProperties: false,

@@ -3,12 +3,12 @@
 // (--context) picks the context. Never ~/.kube/config by surprise: a demo must not quietly
 // talk to whatever cluster the default file points at; $KUBECONFIG is a choice the shell
 // made, so it counts, as it does for kubectl.
-import type { Config } from '../config/load.js';
 import { KubeClient } from './client.js';
 import { resolveCredentials } from './kubeconfig.js';
 
 export function connectKube(
-  config: Config['kube'],
+  // The `kube:` section, structurally: src/config sits above the clients it configures.
+  config: { kubeconfig: string; context: string; timeoutSeconds: number },
   opts: { env?: NodeJS.ProcessEnv } = {},
 ): KubeClient | null {
   const creds = resolveCredentials({

@@ -2,8 +2,8 @@
 // optionally metrics.k8s.io) over a store, and a source (this machine, or every
 // kubelet) that feeds it once the server starts. Ready, as metrics-server, once it holds data.
 import { readFileSync } from 'node:fs';
-import type { Config } from '../config/load.js';
 import type { Feature, FeatureContext } from '../core/feature.js';
+import type { MetricsConfig } from './config.js';
 import type { KubeList, Query } from '../kube/client.js';
 import { fileToken } from '../kube/token.js';
 import {
@@ -18,7 +18,8 @@ import {
 
 const CLUSTER_CA = '/var/run/secrets/kubernetes.io/serviceaccount/ca.crt';
 
-export function metricsFeature(config: Config['metrics']): Feature {
+/** Built from its section (`metrics:`, ./config.ts): the groups it declares depend on it. */
+export function metricsFeature(config: MetricsConfig): Feature {
   const store = new MetricsStore({ resolutionMs: config.scrapeIntervalSeconds * 1000 });
   const { nodes, pods } = store;
   const groups = [metricsGroups({ group: config.group, versions: ['v1beta1'], nodes, pods })];
@@ -38,7 +39,7 @@ export function metricsFeature(config: Config['metrics']): Feature {
   };
 }
 
-function startLocal(config: Config['metrics'], store: MetricsStore, { log }: FeatureContext) {
+function startLocal(config: MetricsConfig, store: MetricsStore, { log }: FeatureContext) {
   return startMetrics({
     source: 'local',
     intervalSeconds: config.scrapeIntervalSeconds,
@@ -48,11 +49,7 @@ function startLocal(config: Config['metrics'], store: MetricsStore, { log }: Fea
   });
 }
 
-function startKubelet(
-  config: Config['metrics'],
-  store: MetricsStore,
-  { kube, log }: FeatureContext,
-) {
+function startKubelet(config: MetricsConfig, store: MetricsStore, { kube, log }: FeatureContext) {
   if (!kube) {
     throw new Error(
       'metrics.source "kubelet" needs an API server: set kube.kubeconfig or run in a cluster',

@@ -6,11 +6,10 @@
 // laptop `npm start`), the policies come from `policy.directory`.
 import { hostname } from 'node:os';
 import type { AdmissionRequest } from '../admission/review.js';
-import { loadServingMaterial } from '../certs/index.js';
-import type { Config } from '../config/load.js';
 import type { Provider } from '../core/types.js';
 import type { Feature, FeatureEvents } from '../core/feature.js';
 import type { Logger } from '../log.js';
+import type { PolicyConfig } from './config.js';
 import { PolicyController } from './controller.js';
 import { admissionEventsGroup, DecisionLog } from './decision-log.js';
 import { eventFor } from './recording.js';
@@ -21,8 +20,26 @@ import { policyWebhooks } from './webhooks.js';
 
 export { POLICY_CONFIGURATION, POLICY_WEBHOOK } from './webhooks.js';
 
-export function policyFeature(config: Config): Feature {
-  const settings = config.policy;
+/**
+ * Where this replica of annex runs, from the server's own settings (tls.*, server.port): the
+ * decision log dials the other replicas as the Service, with the serving certificate, and
+ * the webhooks leave annex's namespace alone. Not the feature's to configure.
+ */
+export interface PolicyPlacement {
+  /** The Service the replicas sit behind (tls.service) and its namespace (tls.namespace). */
+  service: string;
+  namespace: string;
+  /** The port each replica listens on (server.port). */
+  port: number;
+  /**
+   * This replica's serving material (tls.dir), read anew on each call: the peer fan-out's
+   * client certificate and CA. Throws when none is readable.
+   */
+  serving(): { cert: string; key: string; ca?: string };
+}
+
+/** Built from its section (`policy:`, ./config.ts): its webhooks and groups depend on it. */
+export function policyFeature(settings: PolicyConfig, at: PolicyPlacement): Feature {
   const instance = settings.instance || hostname();
   const state = policyState();
   const log = new DecisionLog({ maxEntries: settings.decisionLog.maxEntries, replica: instance });
@@ -38,10 +55,10 @@ export function policyFeature(config: Config): Feature {
           local: log.store,
           peers: () => findPeers(),
           tls: () => {
-            const m = loadServingMaterial(config.tls.dir);
+            const m = at.serving();
             return { ca: m.ca ?? '', cert: m.cert, key: m.key };
           },
-          serverName: `${config.tls.service}.${config.tls.namespace}.svc`,
+          serverName: `${at.service}.${at.namespace}.svc`,
           timeoutMs: peerTimeoutMs,
           get log() {
             return flog!;
@@ -60,14 +77,14 @@ export function policyFeature(config: Config): Feature {
     }
   }
 
-  const webhooks = policyWebhooks(state, { annexNamespace: config.tls.namespace, record });
+  const webhooks = policyWebhooks(state, { annexNamespace: at.namespace, record });
   const controller = new PolicyController(state, {
     native: settings.native,
     directory: settings.directory,
-    annexNamespace: config.tls.namespace,
+    annexNamespace: at.namespace,
     servingCert: () => {
       try {
-        return loadServingMaterial(config.tls.dir).cert;
+        return at.serving().cert;
       } catch {
         return ''; // None readable: no caBundle can be judged to verify it.
       }
@@ -85,12 +102,11 @@ export function policyFeature(config: Config): Feature {
       const k = ctx.kube;
       events = ctx.events; // annex.dev/policy; records nothing without an API server
       if (k && discoverPeers) {
-        const service = {
-          name: config.tls.service,
-          namespace: config.tls.namespace,
-          port: config.server.port,
-        };
-        findPeers = endpointSlicePeers(k, service);
+        findPeers = endpointSlicePeers(k, {
+          name: at.service,
+          namespace: at.namespace,
+          port: at.port,
+        });
       }
       controller.start(ctx);
     },

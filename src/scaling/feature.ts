@@ -4,11 +4,11 @@
 // external.metrics.k8s.io and custom.metrics.k8s.io. Its webhook records each metric's
 // author (author.ts); its sources reach only what scaling.allow lists (outbound.ts).
 import { AccessReviewer } from '../apiserver/auth/subject-access-review.js';
-import type { Config } from '../config/load.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import type { Feature } from '../core/feature.js';
 import { AUTHOR_ANNOTATION, authorWebhook } from './author.js';
+import type { ScalingConfig } from './config.js';
 import { customMetricsGroup, externalMetricsGroup } from './groups.js';
 import { OutboundPolicy } from './outbound.js';
 import { MetricPoller, type PollContext } from './poller.js';
@@ -30,10 +30,12 @@ export interface ScalingFeature extends Feature {
   readonly pollers: ReadonlyMap<string, MetricPoller>;
 }
 
-/** The feature; a UserError names a malformed scaling.allow entry. */
+/**
+ * The feature, built from its section (`scaling:`, ./config.ts): the groups it declares
+ * depend on it. A UserError names a malformed scaling.allow entry.
+ */
 export function scalingFeature(
-  settings: Pick<Config['scaling'], 'allow'> &
-    Partial<Pick<Config['scaling'], 'registerMetricsApis'>>,
+  settings: Pick<ScalingConfig, 'allow'> & Partial<Pick<ScalingConfig, 'registerMetricsApis'>>,
 ): ScalingFeature {
   const outbound = OutboundPolicy.from(settings.allow);
   const pollers = new Map<string, MetricPoller>();

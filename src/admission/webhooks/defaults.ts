@@ -6,7 +6,7 @@
 //   pod-template defaults to every pod template embedded in them (then the same
 //   organisation defaults), making a CR's template look like a Deployment's.
 import type { KubeObject } from '../../core/types.js';
-import type { Config } from '../../config/load.js';
+import type { DefaultsConfig } from '../config.js';
 import { defaultPodTemplateSpec } from '../defaults/index.js';
 import type { AdmissionRequest } from '../review.js';
 import { typeErrorBody } from '../names/index.js';
@@ -18,7 +18,7 @@ import { isObject } from '../../json.js';
 export const MANAGED_BY = 'app.kubernetes.io/managed-by';
 const BUILT_IN_GROUPS = new Set(['', 'apps', 'batch']);
 
-type Settings = Config['admission']['defaults'];
+type Settings = DefaultsConfig;
 type Obj = Record<string, unknown>;
 
 export function defaultsWebhook(settings: Settings): Webhook {
