@@ -14,6 +14,7 @@ export {
   type FeatureEvents,
   type ObjectReference,
 } from './core/feature.js';
+export { declareConfig, type DeclaredSection } from './core/config.js';
 export { serve, startAnnex, type Annex, type ServeOptions } from './server/start.js';
 export { loadConfig, type Config, type ConfigOverrides } from './config/load.js';
 // The error of a mistake the user can fix (a setting, a file, a declaration): one line.
