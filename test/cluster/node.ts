@@ -40,6 +40,8 @@ export const NODE_NAME = 'annex-node';
 /** The node's InternalIP: on the namespace's lo only. */
 export const NODE_IP = '10.201.0.1';
 export const POD_CIDR = '10.88.0.0/24';
+/** The control plane's --service-cluster-ip-range. */
+export const SERVICE_CIDR = '10.0.0.0/24';
 export const HELLO_IMAGE = 'localhost/annex-hello:local';
 export const PAUSE_IMAGE = 'localhost/annex-pause:local';
 
@@ -288,6 +290,8 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
       `mount --move ${p('cg')} /sys/fs/cgroup`,
       'ip link set lo up',
       `ip addr add ${NODE_IP}/32 dev lo`,
+      // Service IPs need a route for the local routing decision before kube-proxy's DNAT.
+      `ip route add ${SERVICE_CIDR} dev lo`,
       'echo ready $$',
       'exec sleep infinity',
     ].join('\n');
@@ -328,6 +332,8 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
     cp = new ControlPlane(cpBin, version, ['--kubelet-preferred-address-types=InternalIP']);
     const cluster = await cp.start(log, {
       wrap: nsenter(),
+      // EndpointSlices for kube-proxy (nothing else reconciles yet).
+      controllerManager: { controllers: ['endpointslice-controller', 'serviceaccount-controller'] },
       beforeReady: async (port) => {
         const s = join(dir, `api-${port}.sock`);
         // Inside: socket -> 127.0.0.1:port (a node process in the namespaces).
@@ -542,6 +548,43 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         `node ${NODE_NAME} not Ready (kubelet exit ${kubelet.exitCode}); see ${p('kubelet.log')}`,
     );
     lap('kubelet Ready');
+
+    // --- kube-proxy (iptables mode, inside the namespace) as system:kube-proxy ---
+    opensslLeaf(cluster.dir, 'kube-proxy', 'client-ca', '/CN=system:kube-proxy', CLIENT_EXT);
+    const proxyKubeconfig = p('kube-proxy.kubeconfig');
+    writeKubeconfig(proxyKubeconfig, {
+      server: cluster.server,
+      caFile: cluster.servingCaFile,
+      user: 'system:kube-proxy',
+      certFile: join(cluster.dir, 'kube-proxy.crt'),
+      keyFile: join(cluster.dir, 'kube-proxy.key'),
+    });
+    writeFileSync(
+      p('kube-proxy.yaml'),
+      JSON.stringify({
+        apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+        kind: 'KubeProxyConfiguration',
+        mode: 'iptables',
+        clientConnection: { kubeconfig: proxyKubeconfig },
+        hostnameOverride: NODE_NAME,
+        clusterCIDR: POD_CIDR,
+        bindAddress: NODE_IP,
+        healthzBindAddress: '127.0.0.1:10256',
+        metricsBindAddress: '127.0.0.1:10249',
+        // No conntrack sysctl writes (namespaced values; nothing to tune for a test).
+        conntrack: { maxPerCore: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
+      }),
+    );
+    const proxy = daemon('kube-proxy', join(bin, 'kube-proxy'), [
+      `--config=${p('kube-proxy.yaml')}`,
+      '--v=2',
+    ]);
+    await waitFor(
+      () => exec('iptables-save', ['-t', 'nat']).stdout.includes('KUBE-SERVICES'),
+      60_000,
+      () => `kube-proxy wrote no rules (exit ${proxy.exitCode}); see ${p('kube-proxy.log')}`,
+    );
+    lap('kube-proxy');
 
     return {
       dir,

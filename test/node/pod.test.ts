@@ -42,9 +42,11 @@ if (why && required) throw new Error(`ANNEX_REQUIRE_NODE=1 but no node can run h
     );
   });
 
-  it('runs a Pod of the local image to Running and Ready (readiness probe), logs readable', async () => {
+  it('runs a Pod of the local image to Running and Ready (readiness probe), logs readable, a ClusterIP Service routed by kube-proxy', async () => {
     ok(['create', 'namespace', 'hello']);
-    ok(['create', 'serviceaccount', 'default', '-n', 'hello']);
+    // kube-controller-manager's serviceaccount-controller makes `default`.
+    for (let i = 0; i < 60 && kubectl(['get', 'sa', 'default', '-n', 'hello']).status !== 0; i++)
+      await new Promise((r) => setTimeout(r, 250));
     const pod = {
       apiVersion: 'v1',
       kind: 'Pod',
@@ -89,6 +91,22 @@ if (why && required) throw new Error(`ANNEX_REQUIRE_NODE=1 but no node can run h
     const logs = ok(['logs', '-n', 'hello', 'hello']);
     expect(logs).toContain('hello listening on :8080');
     expect(logs).toMatch(/request GET \/ from 10\.88\.0\.1:/);
+    // A ClusterIP Service routed by kube-proxy (EndpointSlice by kube-controller-manager).
+    ok(['label', '-n', 'hello', 'pod/hello', 'app=hello']);
+    ok(['create', 'service', 'clusterip', 'hello', '-n', 'hello', '--tcp=80:8080']);
+    const ip = ok(['get', '-n', 'hello', 'service/hello', '-o', 'jsonpath={.spec.clusterIP}']);
+    let viaService = '';
+    const t1 = Date.now();
+    while (Date.now() - t1 < 60_000) {
+      viaService = node.exec(process.execPath, [
+        '-e',
+        `fetch('http://${ip}/', { signal: AbortSignal.timeout(2000) }).then(r => r.text()).then(t => process.stdout.write(t), () => {})`,
+      ]).stdout;
+      if (viaService) break;
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    console.error(`node: service ${ip} answered in ${((Date.now() - t1) / 1000).toFixed(1)}s`);
+    expect(viaService).toBe('hello from hello\n');
     ok(['delete', '-n', 'hello', 'pod/hello', '--wait=true', '--timeout=60s']);
     expect(node.crictl(['ps', '-a', '-q']).stdout.trim()).toBe('');
   });
