@@ -197,6 +197,15 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
     stopped = true;
     const t0 = Date.now();
     const say = (m: string) => log(`stop +${((Date.now() - t0) / 1000).toFixed(1)}s: ${m}`);
+    // ANNEX_NODE_LOGS=<dir>: keep every component's log (the folder itself goes).
+    const keepLogs = process.env.ANNEX_NODE_LOGS;
+    if (keepLogs) {
+      mkdirSync(keepLogs, { recursive: true });
+      for (const d of [dir, cp?.dir])
+        if (d && existsSync(d))
+          for (const f of readdirSync(d))
+            if (f.endsWith('.log')) execFileSync('cp', [join(d, f), keepLogs]);
+    }
     // Pods first, so that the runtime unwinds its own mounts and network namespaces.
     if (holderPid && existsSync(sock)) {
       const r = crictl(['rmp', '--all', '--force']);
