@@ -342,7 +342,14 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
     const cluster = await cp.start(log, {
       wrap: nsenter(),
       // EndpointSlices for kube-proxy (nothing else reconciles yet).
-      controllerManager: { controllers: ['endpointslice-controller', 'serviceaccount-controller'] },
+      controllerManager: {
+        controllers: [
+          'endpointslice-controller',
+          'serviceaccount-controller',
+          // Lifts the not-ready taint the kubelet registers with, once the node is Ready.
+          'node-lifecycle-controller',
+        ],
+      },
       beforeReady: async (port) => {
         const s = join(dir, `api-${port}.sock`);
         // Inside: socket -> 127.0.0.1:port (a node process in the namespaces).
@@ -594,6 +601,28 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
       () => `kube-proxy wrote no rules (exit ${proxy.exitCode}); see ${p('kube-proxy.log')}`,
     );
     lap('kube-proxy');
+
+    // --- kube-scheduler (as system:kube-scheduler: the bootstrap binding applies) ---
+    opensslLeaf(cluster.dir, 'scheduler', 'client-ca', '/CN=system:kube-scheduler', CLIENT_EXT);
+    const schedulerKubeconfig = p('kube-scheduler.kubeconfig');
+    writeKubeconfig(schedulerKubeconfig, {
+      server: cluster.server,
+      caFile: cluster.servingCaFile,
+      user: 'system:kube-scheduler',
+      certFile: join(cluster.dir, 'scheduler.crt'),
+      keyFile: join(cluster.dir, 'scheduler.key'),
+    });
+    daemon('kube-scheduler', join(bin, 'kube-scheduler'), [
+      `--kubeconfig=${schedulerKubeconfig}`,
+      `--authentication-kubeconfig=${schedulerKubeconfig}`,
+      `--authorization-kubeconfig=${schedulerKubeconfig}`,
+      '--leader-elect=false',
+      '--v=2',
+      '--bind-address=127.0.0.1',
+      '--secure-port=0',
+      '--profiling=false',
+    ]);
+    lap('kube-scheduler started');
 
     return {
       dir,

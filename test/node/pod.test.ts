@@ -52,7 +52,6 @@ if (why && required) throw new Error(`ANNEX_REQUIRE_NODE=1 but no node can run h
       kind: 'Pod',
       metadata: { name: 'hello', namespace: 'hello' },
       spec: {
-        nodeName: NODE_NAME, // no scheduler yet
         automountServiceAccountToken: false, // no controller-manager publishes kube-root-ca.crt yet
         terminationGracePeriodSeconds: 5,
         containers: [
@@ -77,11 +76,12 @@ if (why && required) throw new Error(`ANNEX_REQUIRE_NODE=1 but no node can run h
     };
     const t0 = Date.now();
     ok(['apply', '-f', '-'], JSON.stringify(pod));
-    ok(['wait', '-n', 'hello', 'pod/hello', '--for=condition=Ready', '--timeout=120s']);
+    ok(['wait', '-n', 'hello', 'pod/hello', '--for=condition=Ready', '--timeout=60s']);
     console.error(`node: pod Ready in ${((Date.now() - t0) / 1000).toFixed(1)}s`);
     const p = JSON.parse(ok(['get', '-n', 'hello', 'pod/hello', '-o', 'json']));
     expect(p.status.phase).toBe('Running');
     expect(p.status.podIP).toMatch(/^10\.88\.0\./);
+    expect(p.spec.nodeName).toBe(NODE_NAME); // bound by the real kube-scheduler
     // The kubelet's probe reached /healthz; a request from the node's namespace reaches /.
     const curl = node.exec(process.execPath, [
       '-e',
