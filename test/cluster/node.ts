@@ -565,16 +565,22 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     );
     lap('kubelet Ready');
 
+    /** A control-plane component's client identity: its leaf certificate and kubeconfig. */
+    const componentKubeconfig = (component: string, leaf: string, user: string) => {
+      opensslLeaf(cluster.dir, leaf, 'client-ca', `/CN=${user}`, CLIENT_EXT);
+      const file = p(`${component}.kubeconfig`);
+      writeKubeconfig(file, {
+        server: cluster.server,
+        caFile: cluster.servingCaFile,
+        user,
+        certFile: join(cluster.dir, `${leaf}.crt`),
+        keyFile: join(cluster.dir, `${leaf}.key`),
+      });
+      return file;
+    };
+
     // --- kube-proxy (iptables mode, inside the namespace) as system:kube-proxy ---
-    opensslLeaf(cluster.dir, 'kube-proxy', 'client-ca', '/CN=system:kube-proxy', CLIENT_EXT);
-    const proxyKubeconfig = p('kube-proxy.kubeconfig');
-    writeKubeconfig(proxyKubeconfig, {
-      server: cluster.server,
-      caFile: cluster.servingCaFile,
-      user: 'system:kube-proxy',
-      certFile: join(cluster.dir, 'kube-proxy.crt'),
-      keyFile: join(cluster.dir, 'kube-proxy.key'),
-    });
+    const proxyKubeconfig = componentKubeconfig('kube-proxy', 'kube-proxy', 'system:kube-proxy');
     writeFileSync(
       p('kube-proxy.yaml'),
       JSON.stringify({
@@ -603,15 +609,11 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     lap('kube-proxy');
 
     // --- kube-scheduler (as system:kube-scheduler: the bootstrap binding applies) ---
-    opensslLeaf(cluster.dir, 'scheduler', 'client-ca', '/CN=system:kube-scheduler', CLIENT_EXT);
-    const schedulerKubeconfig = p('kube-scheduler.kubeconfig');
-    writeKubeconfig(schedulerKubeconfig, {
-      server: cluster.server,
-      caFile: cluster.servingCaFile,
-      user: 'system:kube-scheduler',
-      certFile: join(cluster.dir, 'scheduler.crt'),
-      keyFile: join(cluster.dir, 'scheduler.key'),
-    });
+    const schedulerKubeconfig = componentKubeconfig(
+      'kube-scheduler',
+      'scheduler',
+      'system:kube-scheduler',
+    );
     daemon('kube-scheduler', join(bin, 'kube-scheduler'), [
       `--kubeconfig=${schedulerKubeconfig}`,
       `--authentication-kubeconfig=${schedulerKubeconfig}`,
