@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { admissionConfiguration, webhookClientKubeconfig } from '../manifests/admission-client.js';
 import { makePki } from './pki.js';
+import { stopInReverse } from './stop.js';
 import { writeKubeconfig } from './kubeconfig.js';
 
 export interface ClusterInfo {
@@ -291,14 +292,7 @@ export class ControlPlane {
   /** Stops kube-apiserver, then etcd, and deletes every file the run made. */
   async stop(): Promise<void> {
     this.stopping = true;
-    for (const c of [...this.procs].reverse()) {
-      if (c.exitCode !== null || c.signalCode !== null) continue;
-      const gone = new Promise((r) => c.once('exit', r));
-      c.kill('SIGTERM');
-      const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
-      await gone;
-      clearTimeout(timer);
-    }
+    await stopInReverse(this.procs);
     rmSync(this.dir, { recursive: true, force: true });
     process.off('exit', this.onExit);
   }

@@ -35,6 +35,7 @@ import { ControlPlane, type ClusterInfo } from '../../src/devcluster/control-pla
 import { opensslLeaf, CLIENT_EXT } from '../../src/devcluster/pki.js';
 import { writeKubeconfig } from '../../src/devcluster/kubeconfig.js';
 import { pinnedVersions } from '../../src/devcluster/binaries.js';
+import { stopInReverse } from '../../src/devcluster/stop.js';
 
 export const NODE_NAME = 'annex-node';
 /** The node's InternalIP: on the namespace's lo only. */
@@ -211,14 +212,7 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
       const r = crictl(['rmp', '--all', '--force']);
       say(`crictl rmp: ${r.code} ${r.stdout.trim()} ${r.stderr.trim()}`);
     }
-    for (const c of [...children].reverse()) {
-      if (c.exitCode !== null || c.signalCode !== null) continue;
-      const gone = new Promise((r) => c.once('exit', r));
-      c.kill('SIGTERM');
-      const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
-      await gone;
-      clearTimeout(timer);
-    }
+    await stopInReverse(children);
     say('children stopped');
     await cp?.stop();
     say('control plane stopped');
