@@ -19,7 +19,7 @@ export interface CompiledExpression {
 }
 
 /** Operators the planner evaluates itself (short-circuiting), not through the function table. */
-const SPECIAL = new Set(['_&&_', '_||_', '_?_:_', '@not_strictly_false']);
+const SPECIAL = new Set(['_&&_', '_||_', '_?_:_', '_[_]', '@not_strictly_false']);
 
 type Node = Record<string, unknown>;
 const isNode = (v: unknown): v is Node => typeof v === 'object' && v !== null;
@@ -92,6 +92,18 @@ export function compileExpression(text: string, known: ReadonlySet<string>): Com
   };
 }
 
-/** The text of an evaluation error. */
-export const errorText = (r: unknown) =>
-  isCelError(r) ? r.message : r instanceof Error ? r.message : String(r);
+/**
+ * cel-go's words for @bufbuild/cel's errors, where the differential test found they differ
+ * (the API server's message quotes them): a missing map key or field, division by zero.
+ */
+const CEL_GO_WORDS: [RegExp, string][] = [
+  [/^field not found: /, 'no such key: '],
+  [/^int divide by zero$/, 'division by zero'],
+  [/^int modulus by zero$/, 'modulus by zero'],
+];
+
+/** The text of an evaluation error, in cel-go's words. */
+export function errorText(r: unknown): string {
+  const text = isCelError(r) ? r.message : r instanceof Error ? r.message : String(r);
+  return CEL_GO_WORDS.reduce((t, [re, to]) => t.replace(re, to), text);
+}
