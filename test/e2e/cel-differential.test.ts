@@ -10,6 +10,7 @@ import type { AdmissionRequest } from '../../src/admission/review.js';
 import { compileToCel, POLICY_LABEL } from '../../src/policy/cel/index.js';
 import { compilePolicy, type CompiledPolicy } from '../../src/policy/compile.js';
 import { evaluate } from '../../src/policy/evaluate.js';
+import { evaluateAsInstalled } from '../../src/policy/as-installed.js';
 import { applyObjects } from '../cluster/annex.js';
 import { until } from '../cluster/direct.js';
 import {
@@ -29,6 +30,8 @@ const report = (line: string) => console.error(`cel-differential: ${line}`);
 interface Verdict {
   allowed: boolean;
   message: string;
+  /** The whole Status message (the API server's; annex check's as-installed answer). */
+  full?: string;
 }
 
 const sortKeys = (v: any): any =>
@@ -110,6 +113,7 @@ describeCluster('CEL rules: annex in-process against the API server', () => {
     const message = String(r.json().message ?? r.body);
     const at = message.indexOf('denied request: ');
     return {
+      full: message,
       allowed: false,
       message: at < 0 ? `(not a VAP denial) ${message}` : message.slice(at + 16),
     };
@@ -135,7 +139,10 @@ describeCluster('CEL rules: annex in-process against the API server', () => {
     const e = evaluate([policies[i]!], req, { namespaceLabels: nsLabels() });
     if (e.allowed) return { allowed: true, message: '' };
     const m = e.decisions[0]?.causes[0]?.message ?? '';
-    return { allowed: false, message: m.replace(/^Internal error: rule "[^"]+": /, '') };
+    // annex check's answer as the cluster installs the policy (natively, as a VAP).
+    const full = evaluateAsInstalled([policies[i]!], req, {}, { namespaceLabels: nsLabels() })
+      .status?.message;
+    return { allowed: false, message: m.replace(/^Internal error: rule "[^"]+": /, ''), full };
   }
 
   /**
@@ -184,9 +191,9 @@ describeCluster('CEL rules: annex in-process against the API server', () => {
           mismatches.push(
             `${where}: API server ${JSON.stringify(live)}, annex ${JSON.stringify(mine)}`,
           );
-        } else if (live.message !== mine.message) {
+        } else if (live.message !== mine.message || live.full !== mine.full) {
           verdictOnly.push(
-            `${where}: API server ${JSON.stringify(live.message)}, annex ${JSON.stringify(mine.message)}`,
+            `${where}: API server ${JSON.stringify(live.full)}, annex ${JSON.stringify(mine.full)} (webhook message ${JSON.stringify(mine.message)})`,
           );
         }
       }

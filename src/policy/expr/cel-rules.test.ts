@@ -135,6 +135,16 @@ describe('CEL rules', () => {
     expect(evaluate([p('Ignore')], deploy(1)).allowed).toBe(true);
   });
 
+  it("errors in cel-go's words, as the API server quotes them", () => {
+    const error = (expression: string) =>
+      messages(evaluate([policy({ validate: [{ name: 'r', expression }] })], deploy(0)))[0];
+    expect(error('object.spec.nope == 1')).toBe(
+      'Internal error: rule "r": expression \'object.spec.nope == 1\' resulted in error: no such key: nope',
+    );
+    expect(error('1 / object.spec.replicas == 1')).toContain('resulted in error: division by zero');
+    expect(error('1 % object.spec.replicas == 1')).toContain('resulted in error: modulus by zero');
+  });
+
   it('Kubernetes libraries: strings, lists, regex, sets', () => {
     const holds = (expression: string) =>
       evaluate([policy({ validate: [{ name: 'r', expression }] })], deploy(3)).allowed;
@@ -212,5 +222,22 @@ describe('CEL rules', () => {
     expect(compileToCel(p)).toEqual({
       reason: 'rule "n" runs in the webhook: path rules beside CEL rules',
     });
+  });
+});
+
+describe('CEL rules as installed (annex check, native)', () => {
+  it('answers as the VAP: the first failed validation, its bare message and reason', async () => {
+    const { evaluateAsInstalled } = await import('../as-installed.js');
+    const p = policy({
+      validate: [
+        { name: 'a', expression: 'object.spec.replicas < 5', message: 'few', reason: 'Forbidden' },
+        { name: 'b', expression: 'false', message: 'never' },
+      ],
+    });
+    const e = evaluateAsInstalled([p], deploy(7));
+    expect(e.status?.code).toBe(403);
+    expect(e.status?.message).toBe(
+      "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'annex-p' with binding 'annex-p-binding' denied request: few",
+    );
   });
 });
