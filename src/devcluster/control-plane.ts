@@ -54,6 +54,13 @@ export interface ControllerManagerOptions {
 export interface ControlPlaneOptions {
   /** Off by default: without it nothing reconciles (the shared test cluster stays inert and fast). */
   controllerManager?: ControllerManagerOptions;
+  /**
+   * A command prefix every process is started with (a node test's
+   * `nsenter -t <pid> -n -m --`, to run the control plane inside its namespaces).
+   */
+  wrap?: string[];
+  /** Called with the API server's port before waiting for it (to expose it, e.g. a forward). */
+  beforeReady?: (apiPort: number) => Promise<void>;
 }
 
 export function freePort(): Promise<number> {
@@ -84,6 +91,7 @@ export class ControlPlane {
 
   async start(log: (line: string) => void, opts: ControlPlaneOptions = {}): Promise<ClusterInfo> {
     const t0 = Date.now();
+    this.wrap = opts.wrap ?? [];
     const pki = makePki(this.dir);
     const p = (f: string) => join(this.dir, f);
     const [etcdPort, peerPort, apiPort] = [await freePort(), await freePort(), await freePort()];
@@ -147,6 +155,7 @@ export class ControlPlane {
     });
 
     this.readyProbe = [server, p('admin.crt'), p('admin.key'), pki.servingCa];
+    await opts.beforeReady?.(apiPort);
     await this.waitReady();
     const cm = opts.controllerManager;
     if (cm) {
@@ -211,6 +220,7 @@ export class ControlPlane {
     if (name === 'kube-apiserver') await this.waitReady();
   }
 
+  private wrap: string[] = [];
   private readonly paused = new Set<string>();
   private readonly argsOf = new Map<string, string[]>();
   private readonly running = new Map<string, ChildProcess>();
@@ -218,7 +228,8 @@ export class ControlPlane {
   private spawn(name: string, args: string[]): void {
     this.argsOf.set(name, args);
     const out = openSync(join(this.dir, `${name}.log`), 'a');
-    const child = spawn(join(this.binDir, name), args, { stdio: ['ignore', out, out] });
+    const [cmd, ...pre] = [...this.wrap, join(this.binDir, name)];
+    const child = spawn(cmd!, [...pre, ...args], { stdio: ['ignore', out, out] });
     writeFileSync(join(this.dir, `${name}.pid`), String(child.pid));
     this.running.set(name, child);
     child.once('exit', (code, signal) => {

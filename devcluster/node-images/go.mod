@@ -1,0 +1,3 @@
+module annex.local/node-images
+
+go 1.24

@@ -1,0 +1,684 @@
+// A real node for the tests that need one (issue 22): containerd + kubelet (and the control
+// plane they talk to) inside a network namespace and a mount namespace this file creates.
+//
+// - The namespaces are held by one `sleep` started with `unshare --net --mount`; every other
+//   process joins them with `nsenter -t <pid> -n -m`. Inside: loopback, the node's address
+//   on lo (NODE_IP, never routed anywhere), the CNI bridge `cni0` with host-local IPAM on
+//   POD_CIDR, tmpfs over /run, /var/lib and /var/log (the host's stay untouched), and a
+//   sysfs of the namespace's own.
+// - The control plane (etcd, kube-apiserver) runs inside too, so that kube-apiserver reaches
+//   the kubelet (logs, exec) without a packet leaving the namespace; the host reaches
+//   kube-apiserver through a Unix socket (host 127.0.0.1:P -> socket -> namespace 127.0.0.1:P).
+// - Pods' cgroups live under a test-owned cgroup root (/annex-node-<id>) in every v1
+//   hierarchy (cgroupfs driver; this machine is cgroup v1/hybrid: failCgroupV1: false).
+// - Teardown kills every process of the namespaces and of the cgroup root, removes the
+//   cgroups and the temp folder, and `leftovers()` says what, if anything, remains.
+import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  rmdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { ControlPlane, type ClusterInfo } from '../../src/devcluster/control-plane.js';
+import { opensslLeaf, CLIENT_EXT } from '../../src/devcluster/pki.js';
+import { writeKubeconfig } from '../../src/devcluster/kubeconfig.js';
+import { pinnedVersions } from '../../src/devcluster/binaries.js';
+
+export const NODE_NAME = 'annex-node';
+/** The node's InternalIP: on the namespace's lo only. */
+export const NODE_IP = '10.201.0.1';
+export const POD_CIDR = '10.88.0.0/24';
+/** The control plane's --service-cluster-ip-range. */
+export const SERVICE_CIDR = '10.0.0.0/24';
+export const HELLO_IMAGE = 'localhost/annex-hello:local';
+export const PAUSE_IMAGE = 'localhost/annex-pause:local';
+
+const devcluster = fileURLToPath(new URL('../../devcluster/', import.meta.url));
+
+/** Why a node cannot run here, or undefined. */
+export function nodeUnavailable(): string | undefined {
+  if (process.getuid?.() !== 0) return 'needs root (namespaces, cgroups, mounts)';
+  for (const t of ['unshare', 'nsenter', 'ip', 'iptables', 'go']) {
+    if (spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0) return `needs ${t}`;
+  }
+  if (!existsSync('/usr/sbin/runc')) return 'needs runc (/usr/sbin/runc, Debian package runc)';
+  return undefined;
+}
+
+function script(name: string): string {
+  const r = spawnSync('bash', [join(devcluster, name)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+    encoding: 'utf8',
+  });
+  if (r.status !== 0) throw new Error(`devcluster/${name} failed (${r.status})`);
+  return r.stdout.trim().split('\n').pop()!;
+}
+
+/** The v1 hierarchies (and the unified one) a cgroup root appears in. */
+function cgroupHierarchies(): string[] {
+  return readdirSync('/sys/fs/cgroup')
+    .map((d) => join('/sys/fs/cgroup', d))
+    .filter((d) => existsSync(join(d, 'cgroup.procs')));
+}
+
+/** Every cgroup directory under `dir`, deepest first. */
+function cgroupTree(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  const out: string[] = [];
+  for (const e of readdirSync(dir, { withFileTypes: true })) {
+    if (e.isDirectory()) out.push(...cgroupTree(join(dir, e.name)));
+  }
+  out.push(dir);
+  return out;
+}
+
+function pidsIn(cgroupDir: string): number[] {
+  try {
+    return readFileSync(join(cgroupDir, 'cgroup.procs'), 'utf8')
+      .split('\n')
+      .filter(Boolean)
+      .map(Number);
+  } catch {
+    return [];
+  }
+}
+
+/** Pids whose network namespace is `netns` (an `net:[inode]` link text). */
+function pidsInNetns(netns: string): number[] {
+  const out: number[] = [];
+  for (const d of readdirSync('/proc')) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      if (readlinkSync(`/proc/${d}/ns/net`) === netns) out.push(Number(d));
+    } catch {
+      // gone
+    }
+  }
+  return out;
+}
+
+export interface Node {
+  readonly dir: string;
+  readonly cluster: ClusterInfo;
+  readonly cgroupRoot: string;
+  /** Runs a command inside the node's namespaces (crictl, ctr, ip…); never throws. */
+  exec(cmd: string, args: string[]): { code: number; stdout: string; stderr: string };
+  crictl(args: string[]): { code: number; stdout: string; stderr: string };
+  /** Stops everything and removes what it made. */
+  stop(): Promise<void>;
+  /** What remains after stop(): an empty list when the machine is as it was. */
+  leftovers(): string[];
+  /** Seconds each start step took. */
+  readonly timings: Record<string, number>;
+}
+
+export async function startNode(log: (l: string) => void = () => {}): Promise<Node> {
+  const timings: Record<string, number> = {};
+  let t = Date.now();
+  const lap = (k: string) => {
+    timings[k] = (Date.now() - t) / 1000;
+    log(`${k}: ${timings[k]}s`);
+    t = Date.now();
+  };
+  const cpBin = script('build.sh');
+  const bin = script('build-node.sh');
+  const images = script('build-node-images.sh');
+  lap('binaries');
+
+  const id = randomBytes(3).toString('hex');
+  const dir = mkdtempSync(join(tmpdir(), 'annex-node-'));
+  const cgroupRoot = `/annex-node-${id}`;
+  const p = (...f: string[]) => join(dir, ...f);
+  for (const d of ['containerd', 'kubelet', 'pod-logs', 'cni/net.d', 'cni/ipam', 'cg', 'runc'])
+    mkdirSync(p(d), { recursive: true });
+  const hostIptables = iptablesSave();
+  const hostLinks = hostLinkNames();
+
+  const children: ChildProcess[] = [];
+  let hostForward: ChildProcess | undefined;
+  let holder: ChildProcess | undefined;
+  let holderPid = 0;
+  let netns = '';
+  let cp: ControlPlane | undefined;
+  let stopped = false;
+
+  const nsenter = () => ['nsenter', '-t', String(holderPid), '-n', '-m', '--'];
+  const env = { ...process.env, PATH: `${bin}:/usr/sbin:/usr/bin:/sbin:/bin`, KUBECONFIG: '' };
+  const exec = (cmd: string, args: string[]) => {
+    const r = spawnSync(nsenter()[0]!, [...nsenter().slice(1), cmd, ...args], {
+      encoding: 'utf8',
+      env,
+    });
+    return {
+      code: r.status ?? 1,
+      stdout: r.stdout ?? '',
+      stderr: r.stderr ?? r.error?.message ?? '',
+    };
+  };
+  const run = (cmd: string, args: string[]) => {
+    const r = exec(cmd, args);
+    if (r.code !== 0)
+      throw new Error(`${cmd} ${args.join(' ')} (in the node's namespaces): ${r.stderr}`);
+    return r.stdout;
+  };
+  const sock = p('containerd.sock');
+  const crictl = (args: string[]) =>
+    exec(join(bin, 'crictl'), [
+      '--runtime-endpoint',
+      `unix://${sock}`,
+      '--timeout',
+      '20s',
+      ...args,
+    ]);
+  const daemon = (name: string, cmd: string, args: string[]) => {
+    const out = openSync(p(`${name}.log`), 'a');
+    const c = spawn(nsenter()[0]!, [...nsenter().slice(1), cmd, ...args], {
+      stdio: ['ignore', out, out],
+      env,
+    });
+    children.push(c);
+    return c;
+  };
+
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    const t0 = Date.now();
+    const say = (m: string) => log(`stop +${((Date.now() - t0) / 1000).toFixed(1)}s: ${m}`);
+    // ANNEX_NODE_LOGS=<dir>: keep every component's log (the folder itself goes).
+    const keepLogs = process.env.ANNEX_NODE_LOGS;
+    if (keepLogs) {
+      mkdirSync(keepLogs, { recursive: true });
+      for (const d of [dir, cp?.dir])
+        if (d && existsSync(d))
+          for (const f of readdirSync(d))
+            if (f.endsWith('.log')) execFileSync('cp', [join(d, f), keepLogs]);
+    }
+    // Pods first, so that the runtime unwinds its own mounts and network namespaces.
+    if (holderPid && existsSync(sock)) {
+      const r = crictl(['rmp', '--all', '--force']);
+      say(`crictl rmp: ${r.code} ${r.stdout.trim()} ${r.stderr.trim()}`);
+    }
+    for (const c of [...children].reverse()) {
+      if (c.exitCode !== null || c.signalCode !== null) continue;
+      const gone = new Promise((r) => c.once('exit', r));
+      c.kill('SIGTERM');
+      const timer = setTimeout(() => c.kill('SIGKILL'), 5000);
+      await gone;
+      clearTimeout(timer);
+    }
+    say('children stopped');
+    await cp?.stop();
+    say('control plane stopped');
+    hostForward?.kill('SIGKILL');
+    // Whatever still runs in the namespaces (shims) or under the cgroup root (containers).
+    for (let round = 0; round < 20; round++) {
+      const left = new Set<number>();
+      if (netns) for (const pid of pidsInNetns(netns)) if (pid !== holderPid) left.add(pid);
+      for (const h of cgroupHierarchies())
+        for (const d of cgroupTree(join(h, cgroupRoot))) for (const pid of pidsIn(d)) left.add(pid);
+      if (left.size === 0) break;
+      for (const pid of left) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // gone
+        }
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    say('namespace and cgroup processes killed');
+    try {
+      if (holderPid) process.kill(holderPid, 'SIGKILL');
+    } catch {
+      // gone
+    }
+    if (holder && holder.exitCode === null && holder.signalCode === null) {
+      const gone = new Promise((r) => holder!.once('exit', r));
+      holder.kill('SIGKILL');
+      await Promise.race([gone, new Promise((r) => setTimeout(r, 3000))]);
+    }
+    say('holder gone');
+    for (const h of cgroupHierarchies())
+      for (const d of cgroupTree(join(h, cgroupRoot))) {
+        try {
+          rmdirSync(d);
+        } catch {
+          // reported by leftovers()
+        }
+      }
+    rmSync(dir, { recursive: true, force: true });
+    say('done');
+  };
+
+  const leftovers = () => {
+    const out: string[] = [];
+    if (netns) for (const pid of pidsInNetns(netns)) out.push(`process ${pid} in ${netns}`);
+    for (const h of cgroupHierarchies())
+      if (existsSync(join(h, cgroupRoot))) out.push(`cgroup ${join(h, cgroupRoot)}`);
+    if (existsSync(dir)) out.push(`folder ${dir}`);
+    for (const l of readFileSync('/proc/self/mountinfo', 'utf8').split('\n'))
+      if (l.includes(dir) || l.includes(cgroupRoot)) out.push(`mount ${l}`);
+    if (iptablesSave() !== hostIptables) out.push("the host's iptables rules changed");
+    const links = hostLinkNames();
+    if (links !== hostLinks) out.push(`the host's links changed: ${hostLinks} -> ${links}`);
+    for (const d of [
+      '/var/lib/cni',
+      '/var/lib/kubelet',
+      '/run/containerd',
+      '/var/log/pods',
+      '/opt/containerd',
+    ])
+      if (existsSync(d)) out.push(`host path ${d}`);
+    return out;
+  };
+
+  try {
+    // --- the namespaces: one holder process ---
+    const setup = [
+      'set -e',
+      'mount -t tmpfs -o mode=755 tmpfs /run',
+      'mount -t tmpfs -o mode=755 tmpfs /var/lib',
+      'mount -t tmpfs -o mode=755 tmpfs /var/log',
+      // A sysfs of this network namespace (the CNI plugins read /sys/class/net), with the
+      // host's cgroup mounts moved back under it.
+      `mount --rbind /sys/fs/cgroup ${p('cg')}`,
+      'mount -t sysfs sysfs /sys',
+      `mount --move ${p('cg')} /sys/fs/cgroup`,
+      'ip link set lo up',
+      `ip addr add ${NODE_IP}/32 dev lo`,
+      // Service IPs need a route for the local routing decision before kube-proxy's DNAT.
+      `ip route add ${SERVICE_CIDR} dev lo`,
+      'echo ready $$',
+      'exec sleep infinity',
+    ].join('\n');
+    holder = spawn(
+      'unshare',
+      [
+        '--net',
+        '--mount',
+        '--propagation',
+        'private',
+        '--fork',
+        '--kill-child',
+        '--',
+        'sh',
+        '-c',
+        setup,
+      ],
+      { stdio: ['ignore', 'pipe', 'pipe'] },
+    );
+    let holderErr = '';
+    holder.stderr!.on('data', (d) => (holderErr += d));
+    holderPid = await new Promise<number>((resolve, reject) => {
+      createInterface({ input: holder!.stdout! }).on('line', (l) => {
+        const m = /^ready (\d+)$/.exec(l);
+        if (m) resolve(Number(m[1]));
+      });
+      holder!.once('exit', (code) =>
+        reject(new Error(`namespace setup failed (${code}): ${holderErr}`)),
+      );
+    });
+    netns = readlinkSync(`/proc/${holderPid}/ns/net`);
+    lap('namespaces');
+
+    // --- the control plane, inside; the host reaches kube-apiserver through a socket ---
+    const version = pinnedVersions().kubernetes;
+    // kube-apiserver reaches the kubelet at the node's InternalIP (by default it tries the
+    // Hostname first: a DNS lookup that, in this namespace, has no route to go anywhere).
+    cp = new ControlPlane(cpBin, version, ['--kubelet-preferred-address-types=InternalIP']);
+    const cluster = await cp.start(log, {
+      wrap: nsenter(),
+      // EndpointSlices for kube-proxy (nothing else reconciles yet).
+      controllerManager: {
+        controllers: [
+          'endpointslice-controller',
+          'serviceaccount-controller',
+          // Lifts the not-ready taint the kubelet registers with, once the node is Ready.
+          'node-lifecycle-controller',
+        ],
+      },
+      beforeReady: async (port) => {
+        const s = join(dir, `api-${port}.sock`);
+        // Inside: socket -> 127.0.0.1:port (a node process in the namespaces).
+        const fwd = spawn(
+          nsenter()[0]!,
+          [
+            ...nsenter().slice(1),
+            process.execPath,
+            '-e',
+            `const net = require('node:net');
+             net.createServer((c) => { const u = net.connect(${port}, '127.0.0.1');
+               c.pipe(u).pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()); })
+               .listen(${JSON.stringify(s)}, () => console.log('listening'));`,
+          ],
+          { stdio: ['ignore', 'pipe', 'inherit'] },
+        );
+        children.unshift(fwd); // stopped last among the children
+        await new Promise<void>((resolve, reject) => {
+          createInterface({ input: fwd.stdout! }).on('line', (l) => l === 'listening' && resolve());
+          fwd.once('exit', (c) => reject(new Error(`api forward exited (${c})`)));
+        });
+        // Outside: host 127.0.0.1:port -> socket, in a child process, so that the test's
+        // synchronous kubectl calls cannot starve it.
+        const host = spawn(
+          process.execPath,
+          [
+            '-e',
+            `const net = require('node:net');
+             net.createServer((c) => { const u = net.connect(${JSON.stringify(s)});
+               c.pipe(u).pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()); })
+               .listen(${port}, '127.0.0.1', () => console.log('listening'));`,
+          ],
+          { stdio: ['ignore', 'pipe', 'inherit'] },
+        );
+        hostForward = host;
+        await new Promise<void>((resolve, reject) => {
+          createInterface({ input: host.stdout! }).on(
+            'line',
+            (l) => l === 'listening' && resolve(),
+          );
+          host.once('exit', (c) => reject(new Error(`host forward exited (${c})`)));
+        });
+      },
+    });
+    lap('control plane');
+
+    // --- the node's identity: a client certificate of group system:nodes ---
+    opensslLeaf(
+      cluster.dir,
+      'node',
+      'client-ca',
+      `/O=system:nodes/CN=system:node:${NODE_NAME}`,
+      CLIENT_EXT,
+    );
+    const nodeKubeconfig = p('kubelet.kubeconfig');
+    writeKubeconfig(nodeKubeconfig, {
+      server: cluster.server,
+      caFile: cluster.servingCaFile,
+      user: `system:node:${NODE_NAME}`,
+      certFile: join(cluster.dir, 'node.crt'),
+      keyFile: join(cluster.dir, 'node.key'),
+    });
+    // No Node authorizer in this control plane (RBAC only): the system:node role, bound to
+    // the group, as kubeadm's clusters did before the Node authorizer.
+    execFileSync(cluster.kubectl, [
+      '--kubeconfig',
+      cluster.adminKubeconfig,
+      'create',
+      'clusterrolebinding',
+      'annex-nodes',
+      '--clusterrole=system:node',
+      '--group=system:nodes',
+    ]);
+
+    // --- containerd ---
+    writeFileSync(
+      p('containerd.toml'),
+      `version = 3
+root = "${p('containerd', 'root')}"
+state = "${p('containerd', 'state')}"
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs"]
+[grpc]
+  address = "${sock}"
+[plugins.'io.containerd.cri.v1.images']
+  snapshotter = "overlayfs"
+  [plugins.'io.containerd.cri.v1.images'.pinned_images]
+    sandbox = "${PAUSE_IMAGE}"
+[plugins.'io.containerd.cri.v1.runtime']
+  # Root here lacks CAP_SYS_RESOURCE: runc cannot lower oom_score_adj (the sandbox's -998
+  # fails with "nsexec: failed to update /proc/self/oom_score_adj: Permission denied");
+  # clamp to containerd's own score, as rootless setups do.
+  restrict_oom_score_adj = true
+  [plugins.'io.containerd.cri.v1.runtime'.containerd]
+    default_runtime_name = "runc"
+    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
+        BinaryName = "/usr/sbin/runc"
+        Root = "${p('runc')}"
+        SystemdCgroup = false
+  [plugins.'io.containerd.cri.v1.runtime'.cni]
+    bin_dirs = ["${bin}"]
+    conf_dir = "${p('cni', 'net.d')}"
+`,
+    );
+    writeFileSync(
+      p('cni', 'net.d', '10-annex.conflist'),
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: 'annex',
+        plugins: [
+          {
+            type: 'bridge',
+            bridge: 'cni0',
+            isGateway: true,
+            ipMasq: false,
+            hairpinMode: true,
+            ipam: {
+              type: 'host-local',
+              ranges: [[{ subnet: POD_CIDR }]],
+              dataDir: p('cni', 'ipam'),
+            },
+          },
+          { type: 'portmap', capabilities: { portMappings: true } },
+        ],
+      }),
+    );
+    const containerd = daemon('containerd', join(bin, 'containerd'), [
+      '--config',
+      p('containerd.toml'),
+    ]);
+    await waitFor(
+      () => existsSync(sock) && crictl(['info']).code === 0,
+      60_000,
+      () =>
+        `containerd did not serve CRI (exit ${containerd.exitCode}); see ${p('containerd.log')}`,
+    );
+    for (const img of ['pause', 'hello'])
+      run(join(bin, 'ctr'), [
+        '-a',
+        sock,
+        '-n',
+        'k8s.io',
+        'images',
+        'import',
+        join(images, `${img}.tar`),
+      ]);
+    lap('containerd + images');
+
+    // --- kubelet: its cgroup root must exist in every hierarchy; cpuset needs cpus/mems ---
+    for (const h of cgroupHierarchies()) {
+      mkdirSync(join(h, cgroupRoot), { recursive: true });
+      if (existsSync(join(h, 'cpuset.cpus')))
+        for (const f of ['cpuset.cpus', 'cpuset.mems'])
+          writeFileSync(join(h, cgroupRoot, f), readFileSync(join(h, f)));
+    }
+    writeFileSync(
+      p('kubelet.yaml'),
+      JSON.stringify({
+        apiVersion: 'kubelet.config.k8s.io/v1beta1',
+        kind: 'KubeletConfiguration',
+        failCgroupV1: false,
+        cgroupDriver: 'cgroupfs',
+        cgroupRoot,
+        containerRuntimeEndpoint: `unix://${sock}`,
+        address: NODE_IP,
+        port: 10250,
+        readOnlyPort: 0,
+        healthzBindAddress: '127.0.0.1',
+        // kube-apiserver calls the kubelet without a client certificate (no
+        // --kubelet-client-certificate in the test control plane): anonymous, allowed.
+        authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
+        authorization: { mode: 'AlwaysAllow' },
+        podLogsDir: p('pod-logs'),
+        resolvConf: '',
+        failSwapOn: false,
+        imageGCHighThresholdPercent: 100,
+        imageGCLowThresholdPercent: 99,
+        evictionHard: { 'memory.available': '1Mi' },
+        podCIDR: POD_CIDR,
+        registerNode: true,
+        syncFrequency: '5s',
+        fileCheckFrequency: '5s',
+        nodeStatusUpdateFrequency: '2s',
+        serializeImagePulls: false,
+      }),
+    );
+    const kubelet = daemon('kubelet', join(bin, 'kubelet'), [
+      `--config=${p('kubelet.yaml')}`,
+      `--kubeconfig=${nodeKubeconfig}`,
+      `--root-dir=${p('kubelet')}`,
+      `--cert-dir=${p('kubelet', 'pki')}`,
+      `--hostname-override=${NODE_NAME}`,
+      `--node-ip=${NODE_IP}`,
+      '--v=2',
+    ]);
+    const kubectl = (args: string[]) =>
+      spawnSync(cluster.kubectl, ['--kubeconfig', cluster.adminKubeconfig, ...args], {
+        encoding: 'utf8',
+      });
+    await waitFor(
+      () =>
+        kubectl([
+          'get',
+          'node',
+          NODE_NAME,
+          '-o',
+          'jsonpath={.status.conditions[?(@.type=="Ready")].status}',
+        ]).stdout === 'True',
+      120_000,
+      () =>
+        `node ${NODE_NAME} not Ready (kubelet exit ${kubelet.exitCode}); see ${p('kubelet.log')}`,
+    );
+    lap('kubelet Ready');
+
+    /** A control-plane component's client identity: its leaf certificate and kubeconfig. */
+    const componentKubeconfig = (component: string, leaf: string, user: string) => {
+      opensslLeaf(cluster.dir, leaf, 'client-ca', `/CN=${user}`, CLIENT_EXT);
+      const file = p(`${component}.kubeconfig`);
+      writeKubeconfig(file, {
+        server: cluster.server,
+        caFile: cluster.servingCaFile,
+        user,
+        certFile: join(cluster.dir, `${leaf}.crt`),
+        keyFile: join(cluster.dir, `${leaf}.key`),
+      });
+      return file;
+    };
+
+    // --- kube-proxy (iptables mode, inside the namespace) as system:kube-proxy ---
+    const proxyKubeconfig = componentKubeconfig('kube-proxy', 'kube-proxy', 'system:kube-proxy');
+    writeFileSync(
+      p('kube-proxy.yaml'),
+      JSON.stringify({
+        apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+        kind: 'KubeProxyConfiguration',
+        mode: 'iptables',
+        clientConnection: { kubeconfig: proxyKubeconfig },
+        hostnameOverride: NODE_NAME,
+        clusterCIDR: POD_CIDR,
+        bindAddress: NODE_IP,
+        healthzBindAddress: '127.0.0.1:10256',
+        metricsBindAddress: '127.0.0.1:10249',
+        // No conntrack sysctl writes (namespaced values; nothing to tune for a test).
+        conntrack: { maxPerCore: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
+      }),
+    );
+    const proxy = daemon('kube-proxy', join(bin, 'kube-proxy'), [
+      `--config=${p('kube-proxy.yaml')}`,
+      '--v=2',
+    ]);
+    await waitFor(
+      () => exec('iptables-save', ['-t', 'nat']).stdout.includes('KUBE-SERVICES'),
+      60_000,
+      () => `kube-proxy wrote no rules (exit ${proxy.exitCode}); see ${p('kube-proxy.log')}`,
+    );
+    lap('kube-proxy');
+
+    // --- kube-scheduler (as system:kube-scheduler: the bootstrap binding applies) ---
+    const schedulerKubeconfig = componentKubeconfig(
+      'kube-scheduler',
+      'scheduler',
+      'system:kube-scheduler',
+    );
+    daemon('kube-scheduler', join(bin, 'kube-scheduler'), [
+      `--kubeconfig=${schedulerKubeconfig}`,
+      `--authentication-kubeconfig=${schedulerKubeconfig}`,
+      `--authorization-kubeconfig=${schedulerKubeconfig}`,
+      '--leader-elect=false',
+      '--v=2',
+      '--bind-address=127.0.0.1',
+      '--secure-port=0',
+      '--profiling=false',
+    ]);
+    lap('kube-scheduler started');
+
+    return {
+      dir,
+      cluster,
+      cgroupRoot,
+      exec,
+      crictl,
+      stop,
+      leftovers,
+      timings,
+    };
+  } catch (e) {
+    (e as Error).message += `\n(node state kept until stop: ${dir}; logs there)`;
+    const keep = process.env.ANNEX_NODE_KEEP === '1';
+    if (!keep) {
+      // Copy the logs out before the folder goes.
+      const logs = join(tmpdir(), `annex-node-failed-${id}`);
+      mkdirSync(logs, { recursive: true });
+      for (const f of readdirSync(dir)) if (f.endsWith('.log')) execFileSync('cp', [p(f), logs]);
+      if (cp)
+        for (const f of readdirSync(cp.dir))
+          if (f.endsWith('.log')) execFileSync('cp', [join(cp.dir, f), logs]);
+      (e as Error).message += `\n(logs copied to ${logs})`;
+      await stop();
+    }
+    throw e;
+  }
+}
+
+async function waitFor(ok: () => boolean, ms: number, why: () => string): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (ok()) return;
+    await new Promise((r) => setTimeout(r, 500));
+  }
+  throw new Error(why());
+}
+
+function iptablesSave(): string {
+  const r = spawnSync('iptables-save', [], { encoding: 'utf8' });
+  // Counters and the header's timestamp change by themselves.
+  return (r.stdout ?? '')
+    .split('\n')
+    .filter((l) => !l.startsWith('#'))
+    .map((l) => l.replace(/\[\d+:\d+\]/g, ''))
+    .join('\n');
+}
+
+function hostLinkNames(): string {
+  const r = spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' });
+  return (r.stdout ?? '')
+    .split('\n')
+    .map((l) => l.split(':')[1]?.trim())
+    .filter(Boolean)
+    .sort()
+    .join(',');
+}
