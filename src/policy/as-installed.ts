@@ -9,7 +9,7 @@
 import { goQuote } from '../admission/names/index.js';
 import type { AdmissionRequest } from '../admission/review.js';
 import type { FieldCause } from '../admission/verdict.js';
-import { qualifiedResource, StatusError, type Status } from '../core/status.js';
+import { qualifiedResource, StatusError, type Status, type StatusReason } from '../core/status.js';
 import { bindingName, celObjects, recordsAudit, vapName, type CelOptions } from './cel/index.js';
 import type { CompiledPolicy } from './compile.js';
 import { evaluate, type EvaluateContext } from './evaluate.js';
@@ -35,18 +35,46 @@ function vapMessage(causes: readonly FieldCause[]): string {
   return rendered.length === 1 ? rendered[0]! : `[${rendered.join(', ')}]`;
 }
 
+const REASON_CODES: Record<string, number> = {
+  Invalid: 422,
+  Forbidden: 403,
+  Unauthorized: 401,
+  RequestEntityTooLarge: 413,
+};
+
+/**
+ * A CEL policy's VAP (its rules verbatim): the API server reports the first failed
+ * validation, its message bare (an evaluation error as cel-go words it), with its reason.
+ */
+function celDenial(policy: CompiledPolicy, failed: readonly FieldCause[]) {
+  const first = failed[0]!;
+  const rule = policy.validate.find((r) => r.name === first.field);
+  const reason = (rule?.type === 'expression' ? rule.cel.reason : 'Invalid') as StatusReason;
+  return {
+    message: first.message.replace(/^Internal error: rule "[^"]*": /, ''),
+    reason,
+  };
+}
+
+const isCel = (p: CompiledPolicy) => p.validate.some((r) => r.type === 'expression');
+
 /**
  * The ValidatingAdmissionPolicy plugin's refusal (validating/dispatcher.go): admission's
  * NewForbidden wording, the validation's reason (Invalid, so 422), and the inner message
  * again as the only cause — which kubectl prints after `is invalid: : `.
  */
-function vapDenial(request: AdmissionRequest, policy: string, message: string): Status {
+function vapDenial(
+  request: AdmissionRequest,
+  policy: string,
+  message: string,
+  reason: StatusReason = 'Invalid',
+): Status {
   const inner = `ValidatingAdmissionPolicy '${vapName(policy)}' with binding '${bindingName(policy)}' denied request: ${message}`;
   const { group, resource } = request.resource;
   const name = request.name || 'Unknown';
   return new StatusError(
-    422,
-    'Invalid',
+    REASON_CODES[reason] ?? 422,
+    reason,
     `${qualifiedResource(resource, group)} ${goQuote(name)} is forbidden: ${inner}`,
     { name, ...(group ? { group } : {}), kind: resource, causes: [{ message: inner }] },
   ).status;
@@ -83,14 +111,19 @@ export function evaluateAsInstalled(
     if (!failed) continue;
     if (p.actions.includes('Deny')) denials.push(p.name);
     if (p.actions.includes('Warn')) {
+      const text = isCel(p) ? celDenial(p, failed).message : vapMessage(failed);
       warnings.push(
-        `Validation failed for ValidatingAdmissionPolicy '${vapName(p.name)}' with binding '${bindingName(p.name)}': ${vapMessage(failed)}`,
+        `Validation failed for ValidatingAdmissionPolicy '${vapName(p.name)}' with binding '${bindingName(p.name)}': ${text}`,
       );
     }
   }
   const [first, ...otherDenials] = denials;
   if (first !== undefined) {
-    const status = vapDenial(request, first, vapMessage(causes.get(first)!));
+    const p = apiServer.find((x) => x.name === first)!;
+    const failed = causes.get(first)!;
+    const status = isCel(p)
+      ? vapDenial(request, first, celDenial(p, failed).message, celDenial(p, failed).reason)
+      : vapDenial(request, first, vapMessage(failed));
     return { ...base, allowed: false, status, warnings, otherDenials };
   }
   // Only now is annex's validating webhook called, with the mutated object.

@@ -1,6 +1,6 @@
 // An AdmissionPolicy object → a CompiledPolicy: shape checked against the one schema
 // (schema.ts, also the CRD's), each rule's JSON Schema compiled once, each JSONPath
-// checked, name rules and kinds resolved. A policy that does not compile is refused
+// checked, name rules and kinds resolved, CEL rules parsed and their functions checked. A policy that does not compile is refused
 // with a PolicyCompileError naming the rule and the fault; nothing is left for
 // evaluation to discover except what depends on the object.
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
@@ -12,9 +12,12 @@ import type { JsonSchema } from '../core/types.js';
 import { nestsDeeperThan } from '../json.js';
 import { NAME_RULES, nameRuleFor } from './names.js';
 import { checkPath, isRecord } from './paths.js';
+import type { CelRule, NamedExpression } from './expr/evaluate.js';
+import { compileExpression } from './expr/rule.js';
 import {
   MUTATE_KIND_FAULT,
   MUTATE_KINDS,
+  PATH_FAULT,
   policySpecSchema,
   VALIDATE_KIND_FAULT,
   VALIDATE_KINDS,
@@ -52,6 +55,8 @@ export type CompiledValidateRule = RuleBase &
     | { type: 'schema'; validate: ValidateFunction }
     | { type: 'required' }
     | { type: 'forbidden' }
+    /** A CEL rule; its path is `$` (the whole object), for the error causes it reports. */
+    | { type: 'expression'; cel: CelRule }
   );
 
 export interface CompiledMutateRule {
@@ -72,6 +77,9 @@ export interface CompiledPolicy {
   exclude: CompiledMatch | undefined;
   validate: readonly CompiledValidateRule[];
   mutate: readonly CompiledMutateRule[];
+  /** VAP's variables and matchConditions, compiled (expr/). */
+  variables: readonly NamedExpression[];
+  matchConditions: readonly NamedExpression[];
   /** What the API server must send annex for this policy: `match` as webhook rules. */
   rules: readonly RuleWithOperations[];
 }
@@ -241,14 +249,48 @@ export function compilePolicy(obj: unknown): CompiledPolicy {
   for (const r of validate) {
     if (setIn(r, VALIDATE_KINDS) !== 1)
       throw new PolicyCompileError(name, r.name, VALIDATE_KIND_FAULT);
+    if ((r.path === undefined) === (r.expression === undefined))
+      throw new PolicyCompileError(name, r.name, PATH_FAULT);
   }
   for (const r of mutate) {
     if (setIn(r, MUTATE_KINDS) < 1) throw new PolicyCompileError(name, r.name, MUTATE_KIND_FAULT);
   }
 
   const match = compileMatch(name, 'match', spec.match);
+  const known = new Set<string>();
+  const cel = (rule: string, field: string, text: string) => {
+    try {
+      return compileExpression(text, known);
+    } catch (e) {
+      throw new PolicyCompileError(name, rule, `${field}: ${(e as Error).message}`);
+    }
+  };
+  // matchConditions first and without variables, as VAP evaluates (and allows) them.
+  const matchConditions = (spec.matchConditions ?? []).map((c) => ({
+    name: c.name,
+    expression: cel(`matchConditions[${c.name}]`, 'expression', c.expression),
+  }));
+  // In order: a variable reads only the ones before it.
+  const variables = (spec.variables ?? []).map((v) => {
+    const expression = cel(`variables[${v.name}]`, 'expression', v.expression);
+    known.add(v.name);
+    return { name: v.name, expression };
+  });
   const compiledValidate = validate.map((r): CompiledValidateRule => {
-    const base = { name: r.name, path: checkedPath(name, r.name, r.path), message: r.message };
+    if (r.expression !== undefined) {
+      const rule: CelRule = {
+        name: r.name,
+        expression: cel(r.name, 'expression', r.expression),
+        message: r.message,
+        messageExpression:
+          r.messageExpression === undefined
+            ? undefined
+            : cel(r.name, 'messageExpression', r.messageExpression),
+        reason: r.reason ?? 'Invalid',
+      };
+      return { name: r.name, path: '$', message: r.message, type: 'expression', cel: rule };
+    }
+    const base = { name: r.name, path: checkedPath(name, r.name, r.path!), message: r.message };
     if (r.nameRule !== undefined) {
       const nameRule = nameRuleFor(r.nameRule);
       // The schema's enum refuses these first; kept for rules built in code.
@@ -277,6 +319,8 @@ export function compilePolicy(obj: unknown): CompiledPolicy {
     exclude: spec.exclude ? compileMatch(name, 'exclude', spec.exclude) : undefined,
     validate: compiledValidate,
     mutate: compiledMutate,
+    variables,
+    matchConditions,
     rules: match.rules,
   };
 }

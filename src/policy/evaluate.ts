@@ -21,6 +21,7 @@ import type { KubeObject } from '../core/types.js';
 import { boundCauses, boundWarnings, quoter, type Quote } from './bounds.js';
 import type { CompiledMutateRule, CompiledPolicy, CompiledValidateRule } from './compile.js';
 import { matchesWithin } from './cost.js';
+import { CelActivation, conditionsHold, ruleMessage } from './expr/evaluate.js';
 import { policyMatches, type MatchContext } from './match.js';
 import { fieldOfPath, isRecord, renderField, walkPointer, type PathMatch } from './paths.js';
 import type { Evaluation, PolicyAction, PolicyDecision } from './types.js';
@@ -112,7 +113,18 @@ function validateRule(rule: CompiledValidateRule, obj: object, quote: Quote): Fi
       return matches.flatMap((m) => nameCauses(rule, m, quote));
     case 'schema':
       return matches.flatMap((m) => schemaCauses(rule, m, quote));
+    case 'expression':
+      throw new Error('a CEL rule is evaluated by celCauses');
   }
+}
+
+/** A CEL rule's cause: its field is the rule's name (a CEL rule has no one path). */
+function celCauses(
+  rule: Extract<CompiledValidateRule, { type: 'expression' }>,
+  act: CelActivation,
+): FieldCause[] {
+  const message = ruleMessage(rule.cel, act);
+  return message === undefined ? [] : [{ field: rule.name, message }];
 }
 
 /**
@@ -196,13 +208,23 @@ export function evaluate(
   request: AdmissionRequest,
   ctx: EvaluateContext = {},
 ): Evaluation {
-  const matching = policies.filter((p) => policyMatches(p, request, ctx));
   const failures: { policy: CompiledPolicy; rule: string; causes: FieldCause[] }[] = [];
   const fail = (policy: CompiledPolicy, rule: { name: string; path: string }, e: unknown) => {
     if (policy.failurePolicy === 'Fail') {
       failures.push({ policy, rule: rule.name, causes: [internalError(rule, e)] });
     }
   };
+  /** VAP's matchConditions, on the request's object: false skips the policy; an error fails it. */
+  const conditionsMet = (p: CompiledPolicy) => {
+    if (!p.matchConditions.length) return true;
+    try {
+      return conditionsHold(p.matchConditions, new CelActivation(request, request.object, ctx, []));
+    } catch (e) {
+      fail(p, { name: 'matchConditions', path: '$' }, e);
+      return false;
+    }
+  };
+  const matching = policies.filter((p) => policyMatches(p, request, ctx) && conditionsMet(p));
   const deadline = ctx.deadline;
   const pace = ctx.pace ?? { slowestRuleMs: 0 };
   const late = () => deadline !== undefined && performance.now() + pace.slowestRuleMs > deadline;
@@ -255,13 +277,21 @@ export function evaluate(
   const quote = quoter();
   if (target) {
     for (const policy of matching) {
+      // Built once per policy, on its first CEL rule: its variables are evaluated then.
+      let act: CelActivation | undefined;
+      const activation = () =>
+        (act ??= new CelActivation(request, object ?? null, ctx, policy.variables));
       for (const [i, rule] of policy.validate.entries()) {
         if (late()) {
           outOfTime(policy, policy.validate.slice(i));
           break;
         }
         try {
-          const causes = timed(() => validateRule(rule, target, quote));
+          const causes = timed(() =>
+            rule.type === 'expression'
+              ? celCauses(rule, activation())
+              : validateRule(rule, target, quote),
+          );
           if (causes.length) failures.push({ policy, rule: rule.name, causes });
         } catch (e) {
           fail(policy, rule, e);

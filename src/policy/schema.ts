@@ -82,7 +82,13 @@ const match = (description: string): JsonSchema => ({
 export const MAX_RULES = 64;
 
 /** What a validate rule checks: exactly one of these. */
-export const VALIDATE_KINDS = ['nameRule', 'schema', 'required', 'forbidden'] as const;
+export const VALIDATE_KINDS = [
+  'nameRule',
+  'schema',
+  'required',
+  'forbidden',
+  'expression',
+] as const;
 export const VALIDATE_KIND_FAULT = `set exactly one of ${VALIDATE_KINDS.join(', ')}`;
 /** What a mutate rule does: one or both of these. */
 export const MUTATE_KINDS = ['setIfAbsent', 'podTemplateDefaults'] as const;
@@ -107,12 +113,44 @@ const path = str(
   "JSONPath (jsonpath-plus) from the object's root, e.g. $.spec.template.spec.containers[*].image.",
 );
 
+/** A CEL text: bounded, so that the CRD's own rules over it stay within the API server's cost budget. */
+const cel = (description: string): JsonSchema => ({ type: 'string', description, maxLength: 5120 });
+
+/** A path rule needs its path; a CEL rule reads `object` itself and has none. */
+export const PATH_FAULT = 'set path, or expression (a CEL rule has no path)';
+
+/** VAP's named expressions: `variables` and `matchConditions`, verbatim. */
+const namedExpressions = (description: string): JsonSchema => ({
+  type: 'array',
+  description,
+  maxItems: MAX_RULES,
+  items: {
+    type: 'object',
+    required: ['name', 'expression'],
+    properties: {
+      name: { type: 'string', maxLength: 63, pattern: '^[A-Za-z_][A-Za-z0-9_]*$' },
+      expression: cel('A CEL expression, with the variables of ValidatingAdmissionPolicy.'),
+    },
+  },
+  'x-kubernetes-list-type': 'map',
+  'x-kubernetes-list-map-keys': ['name'],
+});
+
 const validateRule: JsonSchema = {
   type: 'object',
-  required: ['name', 'path'],
+  required: ['name'],
   properties: {
     name: ruleName,
     path,
+    expression: cel(
+      'A CEL expression that must be true, as a ValidatingAdmissionPolicy validation: object, oldObject, request, namespaceObject, variables.',
+    ),
+    messageExpression: cel('A CEL expression giving the message (a string), as VAP.'),
+    reason: {
+      type: 'string',
+      description: "VAP's reason for a CEL rule's denial (default Invalid).",
+      enum: ['Unauthorized', 'Forbidden', 'Invalid', 'RequestEntityTooLarge'],
+    },
     nameRule: {
       type: 'string',
       description: "One of Kubernetes' name rules, with Kubernetes' own messages.",
@@ -131,7 +169,14 @@ const validateRule: JsonSchema = {
     forbidden: { type: 'boolean', description: 'The path must match nothing.', enum: [true] },
     message: str("Replaces the rule's own detail text in each cause."),
   },
-  'x-kubernetes-validations': [kindRule(VALIDATE_KINDS, '== 1', VALIDATE_KIND_FAULT)],
+  'x-kubernetes-validations': [
+    kindRule(VALIDATE_KINDS, '== 1', VALIDATE_KIND_FAULT),
+    {
+      rule: 'has(self.path) != has(self.expression)',
+      messageExpression: `'rule "' + self.name + '": ${PATH_FAULT}'`,
+      message: PATH_FAULT,
+    },
+  ],
 };
 
 const mutateRule: JsonSchema = {
@@ -174,6 +219,12 @@ export const policySpecSchema: JsonSchema = {
       enum: ['Fail', 'Ignore'],
       default: 'Fail',
     },
+    variables: namedExpressions(
+      "Named CEL expressions the CEL rules read as variables.<name>, as a ValidatingAdmissionPolicy's.",
+    ),
+    matchConditions: namedExpressions(
+      'CEL conditions that must all be true for the policy to apply; an error follows failurePolicy (VAP semantics).',
+    ),
     validate: {
       type: 'array',
       description: 'Checks, after every matching policy has mutated the object.',
@@ -222,7 +273,7 @@ export const policyStatusSchema: JsonSchema = {
 export const policySchema: JsonSchema = {
   type: 'object',
   description:
-    'A policy annex enforces on admission: JSONPath rules checked with JSON Schema or Kubernetes name rules, and mutations.',
+    'A policy annex enforces on admission: CEL rules, JSONPath rules checked with JSON Schema or Kubernetes name rules, and mutations.',
   required: ['spec'],
   properties: {
     apiVersion: { type: 'string' },

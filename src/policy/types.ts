@@ -41,9 +41,15 @@ export type NameRuleName =
 
 export interface ValidateRule {
   name: string;
-  /** JSONPath (jsonpath-plus) from the object's root: `$.spec.template.spec.containers[*].image`. */
-  path: string;
-  /** Exactly one of nameRule, schema, required, forbidden. */
+  /** JSONPath (jsonpath-plus) from the object's root: `$.spec.template.spec.containers[*].image`. Not with expression. */
+  path?: string;
+  /** A CEL expression that must be true (VAP's validation, sent to the API server verbatim). */
+  expression?: string;
+  /** CEL giving the message of a failed expression (VAP's messageExpression). */
+  messageExpression?: string;
+  /** VAP's reason for a failed expression; default Invalid. */
+  reason?: 'Unauthorized' | 'Forbidden' | 'Invalid' | 'RequestEntityTooLarge';
+  /** Exactly one of nameRule, schema, required, forbidden, expression. */
   nameRule?: NameRuleName;
   /** Every match must satisfy it (ajv, draft-07). */
   schema?: JsonSchema;
@@ -53,6 +59,11 @@ export interface ValidateRule {
   forbidden?: boolean;
   /** Replaces the rule's own detail text in each cause. */
   message?: string;
+}
+
+export interface NamedCel {
+  name: string;
+  expression: string;
 }
 
 export interface MutateRule {
@@ -72,6 +83,10 @@ export interface AdmissionPolicySpec {
   actions?: PolicyAction[];
   /** What an evaluation error means: Fail (deny) or Ignore (allow); default Fail. */
   failurePolicy?: 'Fail' | 'Ignore';
+  /** VAP's variables: named CEL, read by CEL rules as `variables.<name>`. */
+  variables?: NamedCel[];
+  /** VAP's matchConditions: all true, or the policy does not apply. */
+  matchConditions?: NamedCel[];
   validate?: ValidateRule[];
   mutate?: MutateRule[];
 }

@@ -10,6 +10,10 @@
 // as denyInvalid does (`c` for one cause, `[c1, c2]` for more). So the text after the API
 // server's `denied request: ` is the webhook's text after `<Kind> "<name>" is invalid: `.
 //
+// CEL rules (validate rules with `expression`) are not translated: their text, the
+// policy's variables and matchConditions go into the VAP as written. A policy mixing CEL
+// and path rules stays on the webhook.
+//
 // The translatable subset (anything else → { reason }):
 // - validate rules; mutate rules with setIfAbsent (→ a MutatingAdmissionPolicy of
 //   JSONPatch `add` ops for each absent field, mutate.ts), `[*]` over lists only;
@@ -125,10 +129,33 @@ function matchConstraints(
 
 const labels = (policy: string) => ({ ...MANAGED_BY, [POLICY_LABEL]: policy });
 
+type Validations = { variables: { name: string; expression: string }[]; validations: unknown[] };
+
+/**
+ * CEL rules exactly as written: the policy's variables and each rule's expression, message,
+ * messageExpression and reason, untranslated, so the API server runs the text annex runs.
+ */
+function celValidations(policy: CompiledPolicy): Validations | { reason: string } {
+  const validations: unknown[] = [];
+  for (const rule of policy.validate) {
+    if (rule.type !== 'expression') {
+      return { reason: `rule "${rule.name}" runs in the webhook: path rules beside CEL rules` };
+    }
+    const c = rule.cel;
+    validations.push({
+      expression: c.expression.text,
+      ...(c.message !== undefined ? { message: c.message } : {}),
+      ...(c.messageExpression ? { messageExpression: c.messageExpression.text } : {}),
+      reason: c.reason,
+    });
+  }
+  const variables = policy.variables.map((v) => ({ name: v.name, expression: v.expression.text }));
+  return { variables, validations };
+}
+
 /** The validations: one variable per rule, their concatenation, one validation. */
-function validationsOf(
-  policy: CompiledPolicy,
-): { variables: { name: string; expression: string }[] } | { reason: string } {
+function validationsOf(policy: CompiledPolicy): Validations | { reason: string } {
+  if (policy.validate.some((r) => r.type === 'expression')) return celValidations(policy);
   const paths = new Set<string>();
   const variables: { name: string; expression: string }[] = [
     // A DELETE has only the old object; the webhook validates that.
@@ -148,7 +175,15 @@ function validationsOf(
   }
   const ruleVars = policy.validate.map((_, i) => `variables.rule${i}`);
   variables.push({ name: 'causes', expression: ruleVars.join(' + ') });
-  return { variables };
+  const validations = [
+    {
+      expression: 'size(variables.causes) == 0',
+      messageExpression:
+        "size(variables.causes) == 1 ? variables.causes[0] : '[' + variables.causes.join(', ') + ']'",
+      reason: 'Invalid',
+    },
+  ];
+  return { variables, validations };
 }
 
 /** The mutations, in rule order (as evaluate.ts applies them). */
@@ -197,6 +232,15 @@ export function compileToCel(
   if (typeof matched.reason === 'string') return { reason: matched.reason };
   const constraints = matched as Record<string, unknown>;
   const name = vapName(policy.name);
+  // Verbatim, as the CEL rules: VAP's and MAP's matchConditions are the policy's.
+  const matchConditions = policy.matchConditions.length
+    ? {
+        matchConditions: policy.matchConditions.map((c) => ({
+          name: c.name,
+          expression: c.expression.text,
+        })),
+      }
+    : {};
   const metadata = (n: string) => ({ name: n, labels: labels(policy.name) });
   const out: CelObjects = {};
   if (policy.validate.length) {
@@ -207,15 +251,9 @@ export function compileToCel(
       spec: {
         failurePolicy: policy.failurePolicy,
         matchConstraints: constraints,
+        ...matchConditions,
         variables: validations.variables,
-        validations: [
-          {
-            expression: 'size(variables.causes) == 0',
-            messageExpression:
-              "size(variables.causes) == 1 ? variables.causes[0] : '[' + variables.causes.join(', ') + ']'",
-            reason: 'Invalid',
-          },
-        ],
+        validations: validations.validations,
       },
     };
     out.binding = {
@@ -235,6 +273,7 @@ export function compileToCel(
       spec: {
         failurePolicy: policy.failurePolicy,
         reinvocationPolicy: 'Never',
+        ...matchConditions,
         matchConstraints: {
           ...constraints,
           resourceRules: rules,

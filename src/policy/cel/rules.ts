@@ -268,6 +268,8 @@ export function ruleToCel(
   rule: CompiledValidateRule,
   root: string,
 ): { cel: string } | { reason: string } {
+  // CEL rules go to the API server verbatim (compile.ts), never through this translation.
+  if (rule.type === 'expression') return { reason: 'a CEL rule is not a path rule' };
   const steps = parsePath(rule.path);
   if ('reason' in steps) return steps;
   const detail = (d: string) => (d === '' ? '' : `: ${d}`);
