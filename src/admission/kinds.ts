@@ -3,7 +3,7 @@
 import type { RuleWithOperations } from './webhook.js';
 
 /** Kind → [group, version, plural]. */
-const BUILT_IN: Record<string, [string, string, string]> = {
+export const BUILT_IN_KINDS: Readonly<Record<string, [string, string, string]>> = {
   Pod: ['', 'v1', 'pods'],
   Service: ['', 'v1', 'services'],
   ConfigMap: ['', 'v1', 'configmaps'],
@@ -32,7 +32,7 @@ export function rulesForKinds(
   for (const k of kinds) {
     const slash = k.lastIndexOf('/');
     const kind = k.slice(slash + 1);
-    const known = Object.hasOwn(BUILT_IN, kind) ? BUILT_IN[kind] : undefined;
+    const known = Object.hasOwn(BUILT_IN_KINDS, kind) ? BUILT_IN_KINDS[kind] : undefined;
     if (!known || (slash >= 0 && k.slice(0, slash) !== known[0])) {
       throw new TypeError(
         `match.kinds: ${JSON.stringify(k)} is not a built-in kind annex knows; write rules (apiGroups, apiVersions, resources) for it`,

@@ -100,15 +100,20 @@ describe('compilePolicy', () => {
       'rule "n": unknown name rule "dnsLabel": expected one of dns1123Subdomain, dns1123Label, dns1035Label, qualifiedName, labelKey, labelValue, pathSegment',
     ],
     [
-      { match, validate: [{ name: 'n', path: '$.a', nameRule: 'dns1123Label', required: true }] },
+      {
+        match,
+        validate: [
+          { name: 'n', path: '$.metadata.name', nameRule: 'dns1123Label', required: true },
+        ],
+      },
       'rule "n": set exactly one of nameRule, schema, required, forbidden',
     ],
     [
-      { match, validate: [{ name: 'n', path: '$.a' }] },
+      { match, validate: [{ name: 'n', path: '$.metadata.name' }] },
       'rule "n": set exactly one of nameRule, schema, required, forbidden',
     ],
     [
-      { match, validate: [{ name: 'n', path: '$.a', nameRul: 'dns1123Label' }] },
+      { match, validate: [{ name: 'n', path: '$.metadata.name', nameRul: 'dns1123Label' }] },
       'rule "n": spec.validate[0]: unknown field "nameRul"',
     ],
     [
@@ -116,7 +121,7 @@ describe('compilePolicy', () => {
       'rule "t": schema: schema is invalid: data/type must be equal to one of the allowed values',
     ],
     [
-      { match, validate: [{ name: 't', path: '$.a', schema: { patern: 'x' } }] },
+      { match, validate: [{ name: 't', path: '$.metadata.name', schema: { patern: 'x' } }] },
       'rule "t": schema: strict mode: unknown keyword: "patern"',
     ],
     [
@@ -135,7 +140,7 @@ describe('compilePolicy', () => {
       {
         match,
         validate: [
-          { name: 'j', path: '$.a', required: true },
+          { name: 'j', path: '$.metadata.name', required: true },
           { name: 'j', path: '$.b', required: true },
         ],
       },
@@ -150,7 +155,7 @@ describe('compilePolicy', () => {
         match,
         validate: Array.from({ length: 65 }, (_, i) => ({
           name: `r${i}`,
-          path: '$.a',
+          path: '$.metadata.name',
           required: true,
         })),
       },
@@ -193,7 +198,7 @@ describe('compilePolicy', () => {
     let schema: object = { type: 'string' };
     for (let i = 0; i < 60; i++) schema = { not: schema };
     expect(() =>
-      compilePolicy(policy({ match, validate: [{ name: 's', path: '$.a', schema }] })),
+      compilePolicy(policy({ match, validate: [{ name: 's', path: '$.metadata.name', schema }] })),
     ).not.toThrow();
   });
 
@@ -201,7 +206,11 @@ describe('compilePolicy', () => {
     const spec = {
       match,
       validate: [
-        { name: 's', path: '$.a', schema: { $id: 'https://x.example/s', type: 'string' } },
+        {
+          name: 's',
+          path: '$.metadata.name',
+          schema: { $id: 'https://x.example/s', type: 'string' },
+        },
       ],
     };
     compilePolicy(policy(spec));

@@ -12,6 +12,7 @@ import type { JsonSchema } from '../core/types.js';
 import { nestsDeeperThan } from '../json.js';
 import { NAME_RULES, nameRuleFor } from './names.js';
 import { checkPath, isRecord } from './paths.js';
+import { pathFault } from './fields/check.js';
 import type { CelRule, NamedExpression } from './expr/evaluate.js';
 import { compileExpression } from './expr/rule.js';
 import {
@@ -198,8 +199,8 @@ function compileSchema(policy: string, rule: string, schema: JsonSchema): Valida
   }
 }
 
-function checkedPath(policy: string, rule: string, path: string): string {
-  const fault = checkPath(path);
+function checkedPath(policy: string, rule: string, path: string, kinds: string[]): string {
+  const fault = checkPath(path) ?? pathFault(path, kinds);
   if (fault) throw new PolicyCompileError(policy, rule, `path ${JSON.stringify(path)}: ${fault}`);
   return path;
 }
@@ -276,6 +277,8 @@ export function compilePolicy(obj: unknown): CompiledPolicy {
     known.add(v.name);
     return { name: v.name, expression };
   });
+  // Paths are checked against the built-in kinds' fields; custom resources' are not known here.
+  const pathKinds = spec.match.resources?.length ? [] : (spec.match.kinds ?? []);
   const compiledValidate = validate.map((r): CompiledValidateRule => {
     if (r.expression !== undefined) {
       const rule: CelRule = {
@@ -290,7 +293,11 @@ export function compilePolicy(obj: unknown): CompiledPolicy {
       };
       return { name: r.name, path: '$', message: r.message, type: 'expression', cel: rule };
     }
-    const base = { name: r.name, path: checkedPath(name, r.name, r.path!), message: r.message };
+    const base = {
+      name: r.name,
+      path: checkedPath(name, r.name, r.path!, pathKinds),
+      message: r.message,
+    };
     if (r.nameRule !== undefined) {
       const nameRule = nameRuleFor(r.nameRule);
       // The schema's enum refuses these first; kept for rules built in code.
@@ -304,7 +311,7 @@ export function compilePolicy(obj: unknown): CompiledPolicy {
   });
   const compiledMutate = mutate.map((r): CompiledMutateRule => ({
     name: r.name,
-    path: checkedPath(name, r.name, r.path),
+    path: checkedPath(name, r.name, r.path, pathKinds),
     setIfAbsent: r.setIfAbsent,
     podTemplateDefaults: r.podTemplateDefaults === true,
   }));

@@ -190,10 +190,13 @@ describe('compileToCel: mutate rules → MutatingAdmissionPolicy', () => {
 describe('compileToCel: what stays on the webhook ({ reason })', () => {
   it.each([
     [{ path: '$..name', nameRule: 'dns1123Label' }, 'recursive descent (..)'],
-    [{ path: '$.spec.containers[?(@.name == "a")].image', required: true }, 'a filter expression'],
-    [{ path: '$.spec.containers[0].image', required: true }, 'an index or slice'],
-    [{ path: '$.spec.containers[0:2]', required: true }, 'an index or slice'],
-    [{ path: '$.spec["a","b"]', required: true }, 'the step'],
+    [
+      { path: '$.spec.template.spec.containers[?(@.name == "a")].image', required: true },
+      'a filter expression',
+    ],
+    [{ path: '$.spec.template.spec.containers[0].image', required: true }, 'an index or slice'],
+    [{ path: '$.spec.template.spec.containers[0:2]', required: true }, 'an index or slice'],
+    [{ path: '$.spec["paused","replicas"]', required: true }, 'the step'],
     [{ path: '$', required: true }, 'the whole object'],
     [{ path: '$[*]', required: true }, 'a wildcard at the root'],
     [
@@ -209,13 +212,16 @@ describe('compileToCel: what stays on the webhook ({ reason })', () => {
       { path: '$.spec', schema: { properties: { a: { type: 'string' } } } },
       'the schema keyword properties',
     ],
-    [{ path: '$.spec.x', schema: { minItems: 1 } }, 'the schema keyword minItems'],
-    [{ path: '$.spec.x', schema: { exclusiveMinimum: 1 } }, 'the schema keyword exclusiveMinimum'],
-    [{ path: '$.spec.x', schema: { const: { a: 1 } } }, 'a const that is not'],
-    [{ path: '$.spec.x', schema: { enum: ['a', null] } }, 'an enum value that is not'],
-    [{ path: '$.spec.x', schema: { pattern: '^(?!latest$)' } }, 'a lookaround'],
-    [{ path: '$.spec.x', schema: { pattern: '(a)\\1' } }, 'a backreference'],
-    [{ path: '$.spec.x', schema: { pattern: '\\s' } }, '\\s (Unicode spaces'],
+    [{ path: '$.metadata.labels.x', schema: { minItems: 1 } }, 'the schema keyword minItems'],
+    [
+      { path: '$.metadata.labels.x', schema: { exclusiveMinimum: 1 } },
+      'the schema keyword exclusiveMinimum',
+    ],
+    [{ path: '$.metadata.labels.x', schema: { const: { a: 1 } } }, 'a const that is not'],
+    [{ path: '$.metadata.labels.x', schema: { enum: ['a', null] } }, 'an enum value that is not'],
+    [{ path: '$.metadata.labels.x', schema: { pattern: '^(?!latest$)' } }, 'a lookaround'],
+    [{ path: '$.metadata.labels.x', schema: { pattern: '(a)\\1' } }, 'a backreference'],
+    [{ path: '$.metadata.labels.x', schema: { pattern: '\\s' } }, '\\s (Unicode spaces'],
   ])('%j → %s', (r, why) => {
     expect(reasonOf(r)).toContain(why);
   });
