@@ -3,7 +3,7 @@
 // exactly it (cel/compile.ts), so the webhook, `annex check` and the API server evaluate
 // the same expression.
 import { celEnv, isCelError, parse, plan, type CelResult } from '@bufbuild/cel';
-import { FUNCS, NAMESPACES, re2 } from './libraries.js';
+import { FUNCS, GLOBAL_ONLY, NAMESPACES, re2 } from './libraries.js';
 
 /** The variables VAP gives every expression. */
 export const CEL_ROOTS = ['object', 'oldObject', 'request', 'namespaceObject', 'variables'];
@@ -65,6 +65,8 @@ export function compileExpression(text: string, known: ReadonlySet<string>): Com
     if (k.case === 'callExpr' && k.value) {
       const name = callName(k.value);
       if (!SPECIAL.has(name) && !env.funcs.find(name)) missing.add(`${name}()`);
+      if (GLOBAL_ONLY.has(name) && k.value.target !== undefined)
+        throw new Error(`found no matching overload for '${name}' called as a method`);
     }
     if (k.case === 'selectExpr' && k.value && identName(k.value.operand) === 'variables') {
       const field = String(k.value.field);
