@@ -131,7 +131,10 @@ describe('CEL rules', () => {
       });
     const e = evaluate([p('Fail')], deploy(1));
     expect(e.decisions.map((d) => d.rule)).toEqual(['reads']);
-    expect(messages(e)[0]).toContain("expression 'object.spec.nope' resulted in error");
+    // The API server's words (the differential test found them): the reading expression, the variable.
+    expect(messages(e)[0]).toContain(
+      `expression 'variables.bad == 1' resulted in error: composited variable "bad" fails to evaluate: no such key: nope`,
+    );
     expect(evaluate([p('Ignore')], deploy(1)).allowed).toBe(true);
   });
 
