@@ -43,7 +43,9 @@ const identName = (e: unknown) =>
 function callName(call: Node): string {
   const ns = identName(call.target);
   const fn = String(call.function);
-  return ns !== undefined && NAMESPACES.has(ns) ? `${ns}.${fn}` : fn;
+  if (ns === undefined || !NAMESPACES.has(ns)) return fn;
+  // `ip` is a namespace (ip.isCanonical) and a common variable name (`ips.all(ip, ip.family() == 4)`).
+  return ns === 'ip' && !env.funcs.find(`ip.${fn}`) ? fn : `${ns}.${fn}`;
 }
 
 /**
