@@ -1,7 +1,9 @@
 // The ip and cidr libraries. Parse errors and String forms were printed by a Go program
 // over net/netip (the Go the API server is built with); the wrapping is the libraries'.
 import { describe, expect, it } from 'vitest';
-import { addrString, parseAddr, parseCIDR, parseIP, parsePrefix } from './ip.js';
+import { parseCIDR } from './cidr.js';
+import { parseIP } from './ip.js';
+import { addrString, parseAddr, parsePrefix } from './netip.js';
 import { compileExpression } from './rule.js';
 
 const run = (text: string) => {

@@ -14,7 +14,8 @@ import {
 } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
 import { RE2JS } from 're2js';
-import { cidr, ip } from './ip.js';
+import { cidr } from './cidr.js';
+import { ip } from './ip.js';
 import { quantity } from './quantity.js';
 
 const DYN = CelScalar.DYN;
