@@ -17,6 +17,7 @@ import { RE2JS } from 're2js';
 import { cidr } from './cidr.js';
 import { ip } from './ip.js';
 import { quantity } from './quantity.js';
+import { semver } from './semver.js';
 
 const DYN = CelScalar.DYN;
 const LIST = listType(DYN);
@@ -110,7 +111,7 @@ const sets: CelFunc[] = [
 ];
 
 /** What annex implements, by library name (docs/policies.md lists the same). */
-export const LIBRARIES = { strings, lists, regex, sets, quantity, ip, cidr } as const;
+export const LIBRARIES = { strings, lists, regex, sets, quantity, ip, cidr, semver } as const;
 
 export const FUNCS: CelFunc[] = Object.values(LIBRARIES).flat();
 
@@ -129,4 +130,13 @@ export const NAMESPACES = new Set([
  * Functions the libraries declare as global only: `x.sign()` does not compile in the API
  * server (though quantity.go's comment shows it), so annex refuses it too.
  */
-export const GLOBAL_ONLY = new Set(['quantity', 'isQuantity', 'sign', 'isIP', 'cidr', 'isCIDR']);
+export const GLOBAL_ONLY = new Set([
+  'quantity',
+  'isQuantity',
+  'sign',
+  'isIP',
+  'cidr',
+  'isCIDR',
+  'semver',
+  'isSemver',
+]);
