@@ -26,13 +26,16 @@ export interface CelRule {
 /** An expression's evaluation error, worded as the API server words it. */
 export class CelEvalError extends Error {}
 
-const failed = (e: CompiledExpression, r: unknown) =>
-  new CelEvalError(`expression '${e.text}' resulted in error: ${errorText(r)}`);
+function failed(e: CompiledExpression, r: unknown): CelEvalError {
+  const text = errorText(r);
+  return new CelEvalError(`expression '${e.text}' resulted in error: ${text}`, { cause: text });
+}
 
 /** The bindings of one request, with `object` the (possibly mutated) object validated. */
 export class CelActivation {
   private readonly bindings: Record<string, unknown>;
-  private readonly varErrors = new Map<string, CelEvalError>();
+  /** The error text of each variable that failed (cel-go's words, without the expression). */
+  private readonly varErrors = new Map<string, string>();
 
   constructor(
     req: AdmissionRequest,
@@ -68,7 +71,7 @@ export class CelActivation {
       try {
         vars.set(v.name, this.value(v.expression));
       } catch (e) {
-        this.varErrors.set(v.name, e as CelEvalError);
+        this.varErrors.set(v.name, (e as CelEvalError).cause as string);
       }
     }
   }
@@ -77,7 +80,9 @@ export class CelActivation {
   value(e: CompiledExpression): unknown {
     for (const name of e.reads) {
       const err = this.varErrors.get(name);
-      if (err) throw err;
+      // The API server names the variable, and fails the expression that read it.
+      if (err !== undefined)
+        throw failed(e, `composited variable "${name}" fails to evaluate: ${err}`);
     }
     const r = e.run(this.bindings);
     if (isCelError(r) || r instanceof Error) throw failed(e, r);

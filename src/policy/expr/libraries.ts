@@ -14,6 +14,10 @@ import {
 } from '@bufbuild/cel';
 import { strings } from '@bufbuild/cel/ext';
 import { RE2JS } from 're2js';
+import { cidr } from './cidr.js';
+import { ip } from './ip.js';
+import { quantity } from './quantity.js';
+import { semver } from './semver.js';
 
 const DYN = CelScalar.DYN;
 const LIST = listType(DYN);
@@ -107,9 +111,32 @@ const sets: CelFunc[] = [
 ];
 
 /** What annex implements, by library name (docs/policies.md lists the same). */
-export const LIBRARIES = { strings, lists, regex, sets } as const;
+export const LIBRARIES = { strings, lists, regex, sets, quantity, ip, cidr, semver } as const;
 
 export const FUNCS: CelFunc[] = Object.values(LIBRARIES).flat();
 
 /** Prefixes of namespaced functions (`sets.contains(…)`) in v1.37's libraries. */
-export const NAMESPACES = new Set(['sets', 'strings', 'format', 'math', 'base64', 'optional']);
+export const NAMESPACES = new Set([
+  'sets',
+  'strings',
+  'format',
+  'math',
+  'base64',
+  'optional',
+  'ip',
+]);
+
+/**
+ * Functions the libraries declare as global only: `x.sign()` does not compile in the API
+ * server (though quantity.go's comment shows it), so annex refuses it too.
+ */
+export const GLOBAL_ONLY = new Set([
+  'quantity',
+  'isQuantity',
+  'sign',
+  'isIP',
+  'cidr',
+  'isCIDR',
+  'semver',
+  'isSemver',
+]);

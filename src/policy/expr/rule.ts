@@ -3,7 +3,7 @@
 // exactly it (cel/compile.ts), so the webhook, `annex check` and the API server evaluate
 // the same expression.
 import { celEnv, isCelError, parse, plan, type CelResult } from '@bufbuild/cel';
-import { FUNCS, NAMESPACES, re2 } from './libraries.js';
+import { FUNCS, GLOBAL_ONLY, NAMESPACES, re2 } from './libraries.js';
 
 /** The variables VAP gives every expression. */
 export const CEL_ROOTS = ['object', 'oldObject', 'request', 'namespaceObject', 'variables'];
@@ -43,7 +43,9 @@ const identName = (e: unknown) =>
 function callName(call: Node): string {
   const ns = identName(call.target);
   const fn = String(call.function);
-  return ns !== undefined && NAMESPACES.has(ns) ? `${ns}.${fn}` : fn;
+  if (ns === undefined || !NAMESPACES.has(ns)) return fn;
+  // `ip` is a namespace (ip.isCanonical) and a common variable name (`ips.all(ip, ip.family() == 4)`).
+  return ns === 'ip' && !env.funcs.find(`ip.${fn}`) ? fn : `${ns}.${fn}`;
 }
 
 /**
@@ -65,6 +67,8 @@ export function compileExpression(text: string, known: ReadonlySet<string>): Com
     if (k.case === 'callExpr' && k.value) {
       const name = callName(k.value);
       if (!SPECIAL.has(name) && !env.funcs.find(name)) missing.add(`${name}()`);
+      if (GLOBAL_ONLY.has(name) && k.value.target !== undefined)
+        throw new Error(`found no matching overload for '${name}' called as a method`);
     }
     if (k.case === 'selectExpr' && k.value && identName(k.value.operand) === 'variables') {
       const field = String(k.value.field);
