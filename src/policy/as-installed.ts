@@ -69,7 +69,19 @@ function vapDenial(
   message: string,
   reason: StatusReason = 'Invalid',
 ): Status {
-  const inner = `ValidatingAdmissionPolicy '${vapName(policy)}' with binding '${bindingName(policy)}' denied request: ${message}`;
+  return vapRefusal(
+    request,
+    `ValidatingAdmissionPolicy '${vapName(policy)}' with binding '${bindingName(policy)}' denied request: ${message}`,
+    reason,
+  );
+}
+
+/** The ValidatingAdmissionPolicy plugin's refusal around its `inner` message (any VAP's). */
+export function vapRefusal(
+  request: AdmissionRequest,
+  inner: string,
+  reason: StatusReason = 'Invalid',
+): Status {
   const { group, resource } = request.resource;
   const name = request.name || 'Unknown';
   return new StatusError(
