@@ -121,8 +121,7 @@ export function checkObject(
     : undefined;
   // A native AdmissionPolicy's denial and a --vap one come from the same plugin, in no
   // fixed order; annex's webhook answers only when no VAP denies.
-  const nativeDenial =
-    !e.allowed && !!e.status && / ValidatingAdmissionPolicy '/.test(e.status.message);
+  const nativeDenial = !!e.vapDenied;
   const otherDenials = [
     ...e.otherDenials.map((p) => `ValidatingAdmissionPolicy '${vapName(p)}'`),
     ...(nativeDenial && v?.denier ? [v.denier] : []),

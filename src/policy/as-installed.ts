@@ -27,6 +27,8 @@ export interface InstalledEvaluation extends Evaluation {
    * these the other policies it may name instead.
    */
   otherDenials: string[];
+  /** `status` is a ValidatingAdmissionPolicy's refusal (not annex's webhook's). */
+  vapDenied?: boolean;
 }
 
 /** The VAP's messageExpression (cel/compile.ts): one cause as it is, several as `[a, b]`. */
@@ -136,7 +138,7 @@ export function evaluateAsInstalled(
     const status = isCel(p)
       ? vapDenial(request, first, celDenial(p, failed).message, celDenial(p, failed).reason)
       : vapDenial(request, first, vapMessage(failed));
-    return { ...base, allowed: false, status, warnings, otherDenials };
+    return { ...base, allowed: false, status, warnings, otherDenials, vapDenied: true };
   }
   // Only now is annex's validating webhook called, with the mutated object.
   const hook = evaluate(webhook, all.mutated ? { ...request, object: all.mutated } : request, ctx);

@@ -251,7 +251,7 @@ describe('loadVaps: the files kubectl get -o yaml writes; bad input is one line'
     );
     refuses(
       [replicas, binding('b', 'replicas', { paramRef: { name: 'x' } })],
-      "f.yaml: ValidatingAdmissionPolicyBinding 'b': paramRef (policy parameters) is not supported offline yet",
+      "f.yaml: ValidatingAdmissionPolicyBinding 'b' (of ValidatingAdmissionPolicy 'replicas'): paramRef (policy parameters) is not supported offline yet",
     );
   });
   it('notes auditAnnotations, which it ignores', () => {

@@ -170,7 +170,7 @@ export function compileVaps(objects: readonly { obj: Obj; source: string }[]): V
       policies.set(name, compilePolicy(name, source, spec, notes));
       continue;
     }
-    const where = `${source}: ${BINDING} '${name}'`;
+    const where = `${source}: ${BINDING} '${name}'${typeof spec.policyName === 'string' && spec.policyName ? ` (of ${POLICY} '${spec.policyName}')` : ''}`;
     if (typeof spec.policyName !== 'string' || !spec.policyName)
       throw new UserError(`${where}: has no spec.policyName`);
     if (spec.paramRef !== undefined)
