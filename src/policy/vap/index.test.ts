@@ -113,6 +113,37 @@ describe('evaluateVaps: as the ValidatingAdmissionPolicy plugin answers', () => 
     expect(second.status?.message).toMatch(/denied request: failed expression: variables.n < 2$/);
   });
 
+  it('messages as validator.go takes them: trimmed; a multi-line one falls back; a blank message to the expression', () => {
+    const msg = (v: Obj) =>
+      evaluateVaps(
+        set(vap('m', { validations: [v] }), binding('b', 'm')),
+        request(deployment(1)),
+      ).status?.message.replace(/^.*denied request: /, '');
+    expect(msg({ expression: 'false', messageExpression: "'  padded  '" })).toBe('padded');
+    expect(msg({ expression: 'false', messageExpression: "'a\\nb'", message: ' static ' })).toBe(
+      'static',
+    );
+    expect(msg({ expression: ' false ', message: '   ' })).toBe('failed expression: false');
+  });
+
+  it('a warning text is sent once', () => {
+    const e = evaluateVaps(
+      set(
+        vap('w', {
+          validations: [
+            { expression: 'false', message: 'same' },
+            { expression: 'false', message: 'same' },
+          ],
+        }),
+        binding('b', 'w', { validationActions: ['Warn'] }),
+      ),
+      request(deployment(1)),
+    );
+    expect(e.warnings).toEqual([
+      "Validation failed for ValidatingAdmissionPolicy 'w' with binding 'b': same",
+    ]);
+  });
+
   it('matchConditions: a false one skips the policy; an error fails it unless failurePolicy is Ignore', () => {
     const gated = (cond: string, failurePolicy?: string) =>
       vap('g', {

@@ -342,7 +342,8 @@ export function evaluateVaps(
   return {
     ...(first ? { status: first.status, denier: first.who } : {}),
     otherDenials: others,
-    warnings,
+    // The API server sends each warning text once (endpoints/filters/warning.go).
+    warnings: [...new Set(warnings)],
     audits,
   };
 }
