@@ -200,6 +200,85 @@ describe('annex check command', () => {
       '--output: must be text or json',
     );
     await expect(run('-p', '-', '-')).rejects.toThrow('- (stdin) can be read only once');
-    await expect(run(objects)).rejects.toThrow('-p, --policy: name at least one AdmissionPolicy');
+    await expect(run(objects)).rejects.toThrow(
+      '-p, --policy / --vap: name at least one AdmissionPolicy or ValidatingAdmissionPolicy',
+    );
+  });
+
+  describe("--vap: the cluster's own ValidatingAdmissionPolicies", () => {
+    const vaps = write(
+      'vap/cm.yaml',
+      `apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: cm-data}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations:
+  - expression: "!object.metadata.name.startsWith('b')"
+    messageExpression: "'name ' + object.metadata.name + ' starts with b'"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: cm-data-deny}
+spec: {policyName: cm-data, validationActions: [Deny]}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: cm-data-warn}
+spec: {policyName: cm-data, validationActions: [Warn, Audit]}
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: unbound}
+spec:
+  matchConstraints:
+    resourceRules:
+    - {apiGroups: [''], apiVersions: [v1], operations: [CREATE], resources: [configmaps]}
+  validations: [{expression: 'false'}]
+`,
+    );
+    it("prints the API server's refusal, its warnings and the audit records; a note for an unbound policy", async () => {
+      const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+      try {
+        const out = await run('--vap', vaps, objects);
+        expect(out).toBe(
+          [
+            'configmap/a created (server dry run)',
+            "Warning: Validation failed for ValidatingAdmissionPolicy 'cm-data' with binding 'cm-data-warn': name b.c starts with b",
+            `The configmaps "b.c" is invalid: : ValidatingAdmissionPolicy 'cm-data' with binding 'cm-data-deny' denied request: name b.c starts with b`,
+            "  audit: ValidatingAdmissionPolicy 'cm-data' with binding 'cm-data-warn': name b.c starts with b",
+            '',
+          ].join('\n'),
+        );
+        expect(process.exitCode).toBe(1);
+        expect(err.mock.calls.map((c) => String(c[0])).join('')).toBe(
+          `annex: note: ${vaps}: ValidatingAdmissionPolicy 'unbound' has no binding: it does nothing\n`,
+        );
+      } finally {
+        err.mockRestore();
+      }
+    });
+    it('beside -p: both answer; bad input is one line naming the file', async () => {
+      const err = vi.spyOn(process.stderr, 'write').mockImplementation(() => true);
+      try {
+        // Both deny b.c, in the same plugin: the API server names one, in no fixed order.
+        const out = await run('-p', labelPolicy, '--vap', vaps, objects);
+        expect(out.split('\n').slice(2, 4)).toEqual([
+          `The configmaps "b.c" is invalid: : ValidatingAdmissionPolicy 'annex-cm-names' with binding 'annex-cm-names-binding' denied request: metadata.name: Invalid value: "b.c": must not contain dots`,
+          "  or denied by ValidatingAdmissionPolicy 'cm-data' with binding 'cm-data-deny' (the API server names one, in no fixed order)",
+        ]);
+        const bad = write('vap/bad.yaml', `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: x}\n`);
+        await expect(run('--vap', bad, objects)).rejects.toThrow(
+          `${bad}: v1 ConfigMap 'x' is not a ValidatingAdmissionPolicy or ValidatingAdmissionPolicyBinding of admissionregistration.k8s.io/v1`,
+        );
+        await expect(run('--vap', join(dir, 'none.yaml'), objects)).rejects.toThrow(
+          'none.yaml: no such file or directory',
+        );
+      } finally {
+        err.mockRestore();
+      }
+    });
   });
 });

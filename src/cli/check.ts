@@ -19,6 +19,7 @@ import type { CompiledPolicy } from '../policy/compile.js';
 import { expandPaths, label, loadPolicies } from '../policy/load.js';
 import { evaluateAsInstalled } from '../policy/as-installed.js';
 import { vapName } from '../policy/cel/index.js';
+import { evaluateVaps, loadVaps, type VapSet } from '../policy/vap/index.js';
 import type { PolicyDecision } from '../policy/types.js';
 import { readObjects } from '../admission/defaults/input.js';
 import { createRequest } from './create-request.js';
@@ -37,6 +38,8 @@ export interface CheckOptions {
    * ValidatingAdmissionPolicies do, the rest as annex's webhook.
    */
   native?: boolean;
+  /** The cluster's own ValidatingAdmissionPolicies and bindings (`--vap`). */
+  vaps?: VapSet;
 }
 
 /** What the API server would answer to one object's create. */
@@ -57,6 +60,8 @@ export interface CheckResult {
   decisions: PolicyDecision[];
   /** Other policies whose ValidatingAdmissionPolicy denies: the API server may name one of them instead. */
   otherDenials?: string[];
+  /** What the `--vap` policies' Audit bindings record (kubectl prints nothing). */
+  audits?: string[];
 }
 
 /** kubectl's name for an object in its result lines: `deployment.apps/web`, `configmap/x`. */
@@ -109,12 +114,27 @@ export function checkObject(
     annexNamespace,
   );
   const patch = e.mutated ? jsonPatch(rendered, e.mutated) : undefined;
+  // The cluster's VAPs: in the same plugin as the native AdmissionPolicies, after every
+  // mutation and before annex's validating webhook.
+  const v = options.vaps
+    ? evaluateVaps(options.vaps, e.mutated ? { ...request, object: e.mutated } : request)
+    : undefined;
+  // A native AdmissionPolicy's denial and a --vap one come from the same plugin, in no
+  // fixed order; annex's webhook answers only when no VAP denies.
+  const nativeDenial = !!e.vapDenied;
+  const otherDenials = [
+    ...e.otherDenials.map((p) => `ValidatingAdmissionPolicy '${vapName(p)}'`),
+    ...(nativeDenial && v?.denier ? [v.denier] : []),
+    ...(v?.otherDenials ?? []),
+  ];
   const rest = {
-    warnings: e.warnings,
+    warnings: [...e.warnings, ...(v?.warnings ?? [])],
     decisions: e.decisions,
     ...(patch ? { patch } : {}),
-    ...(e.otherDenials.length ? { otherDenials: e.otherDenials } : {}),
+    ...(otherDenials.length ? { otherDenials } : {}),
+    ...(v?.audits.length ? { audits: v.audits } : {}),
   };
+  if (v?.status && !nativeDenial) return denied(v.status, rest);
   if (!e.allowed && e.status) return denied(e.status, rest);
   return {
     ...base,
@@ -148,10 +168,9 @@ export function formatResult(r: CheckResult): string {
     lines.push('  patch:', ...r.patch.map((op) => `    ${opText(op)}`));
   }
   for (const p of r.otherDenials ?? []) {
-    lines.push(
-      `  or denied by ValidatingAdmissionPolicy '${vapName(p)}' (the API server names one, in no fixed order)`,
-    );
+    lines.push(`  or denied by ${p} (the API server names one, in no fixed order)`);
   }
+  for (const a of r.audits ?? []) lines.push(`  audit: ${a}`);
   for (const d of r.decisions.filter((d) => d.action === 'Audit')) {
     lines.push(...d.causes.map((c) => `  audit: ${d.policy}: ${c.field}: ${c.message}`));
   }
@@ -166,9 +185,15 @@ export function register(program: Command): void {
   program
     .command('check')
     .description(
-      'what the API server would answer to creating these objects with the AdmissionPolicies installed, offline (exit 1 on any denial)',
+      "what the API server would answer to creating these objects with the AdmissionPolicies (and the cluster's own ValidatingAdmissionPolicies) installed, offline (exit 1 on any denial)",
     )
     .option('-p, --policy <path>', 'AdmissionPolicy file or folder (repeat for more)', collect, [])
+    .option(
+      '--vap <path>',
+      'ValidatingAdmissionPolicy and binding file or folder, as kubectl get -o yaml prints them (repeat for more)',
+      collect,
+      [],
+    )
     .argument('<files...>', 'YAML or JSON files or folders of objects, or - for stdin')
     .option('-n, --namespace <namespace>', 'namespace for objects without one', 'default')
     .option('-o, --output <format>', 'text or json', 'text')
@@ -179,21 +204,32 @@ export function register(program: Command): void {
     .action(
       (
         files: string[],
-        opts: { policy: string[]; namespace: string; output: string; native: boolean },
+        opts: {
+          policy: string[];
+          vap: string[];
+          namespace: string;
+          output: string;
+          native: boolean;
+        },
       ) => {
         if (opts.output !== 'text' && opts.output !== 'json') {
           throw new UserError(`--output: must be text or json, got "${opts.output}"`);
         }
-        if (opts.policy.length === 0) {
-          throw new UserError('-p, --policy: name at least one AdmissionPolicy file or folder');
+        if (opts.policy.length === 0 && opts.vap.length === 0) {
+          throw new UserError(
+            '-p, --policy / --vap: name at least one AdmissionPolicy or ValidatingAdmissionPolicy file or folder',
+          );
         }
-        if ([...opts.policy, ...files].filter((f) => f === '-').length > 1) {
+        if ([...opts.policy, ...opts.vap, ...files].filter((f) => f === '-').length > 1) {
           throw new UserError('- (stdin) can be read only once');
         }
         const policies = loadPolicies(opts.policy);
+        const vaps = opts.vap.length ? loadVaps(opts.vap) : undefined;
+        for (const note of vaps?.notes ?? []) process.stderr.write(`annex: note: ${note}\n`);
         const results = checkFiles(files, policies, {
           namespace: opts.namespace,
           native: opts.native,
+          ...(vaps ? { vaps } : {}),
         });
         const denied = results.filter((r) => !r.allowed).length;
         if (opts.output === 'json') {

@@ -27,6 +27,8 @@ export interface InstalledEvaluation extends Evaluation {
    * these the other policies it may name instead.
    */
   otherDenials: string[];
+  /** `status` is a ValidatingAdmissionPolicy's refusal (not annex's webhook's). */
+  vapDenied?: boolean;
 }
 
 /** The VAP's messageExpression (cel/compile.ts): one cause as it is, several as `[a, b]`. */
@@ -69,7 +71,19 @@ function vapDenial(
   message: string,
   reason: StatusReason = 'Invalid',
 ): Status {
-  const inner = `ValidatingAdmissionPolicy '${vapName(policy)}' with binding '${bindingName(policy)}' denied request: ${message}`;
+  return vapRefusal(
+    request,
+    `ValidatingAdmissionPolicy '${vapName(policy)}' with binding '${bindingName(policy)}' denied request: ${message}`,
+    reason,
+  );
+}
+
+/** The ValidatingAdmissionPolicy plugin's refusal around its `inner` message (any VAP's). */
+export function vapRefusal(
+  request: AdmissionRequest,
+  inner: string,
+  reason: StatusReason = 'Invalid',
+): Status {
   const { group, resource } = request.resource;
   const name = request.name || 'Unknown';
   return new StatusError(
@@ -124,7 +138,7 @@ export function evaluateAsInstalled(
     const status = isCel(p)
       ? vapDenial(request, first, celDenial(p, failed).message, celDenial(p, failed).reason)
       : vapDenial(request, first, vapMessage(failed));
-    return { ...base, allowed: false, status, warnings, otherDenials };
+    return { ...base, allowed: false, status, warnings, otherDenials, vapDenied: true };
   }
   // Only now is annex's validating webhook called, with the mutated object.
   const hook = evaluate(webhook, all.mutated ? { ...request, object: all.mutated } : request, ctx);

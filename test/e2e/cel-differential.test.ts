@@ -3,14 +3,20 @@
 // and installed in the real kube-apiserver, selecting only Deployments labelled with its
 // case number; every generated Deployment is dry-run-created once per case over HTTP, and
 // the API server's verdict and message are compared with annex's in-process evaluation of
-// the same policy on the same (defaulted) object. Mismatches are reported, then asserted.
+// the same policy on the same (defaulted) object, with annex check's as-installed answer,
+// and with `annex check --vap`'s: the installed VAPs and bindings as `kubectl get -o yaml`
+// prints them, read back through src/policy/vap/. Mismatches are reported, then asserted.
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { applyDefaults } from '../../src/admission/defaults/index.js';
 import type { AdmissionRequest } from '../../src/admission/review.js';
-import { compileToCel, POLICY_LABEL } from '../../src/policy/cel/index.js';
+import { bindingName, compileToCel, POLICY_LABEL, vapName } from '../../src/policy/cel/index.js';
 import { compilePolicy, type CompiledPolicy } from '../../src/policy/compile.js';
 import { evaluate } from '../../src/policy/evaluate.js';
 import { evaluateAsInstalled } from '../../src/policy/as-installed.js';
+import { evaluateVaps, loadVaps, type VapSet } from '../../src/policy/vap/index.js';
 import { applyObjects } from '../cluster/annex.js';
 import { until } from '../cluster/direct.js';
 import {
@@ -32,6 +38,8 @@ interface Verdict {
   message: string;
   /** The whole Status message (the API server's; annex check's as-installed answer). */
   full?: string;
+  /** annex check --vap's whole Status message, from the installed VAP + binding read back. */
+  vap?: string;
 }
 
 const sortKeys = (v: any): any =>
@@ -48,6 +56,7 @@ const sortKeys = (v: any): any =>
 describeCluster('CEL rules: annex in-process against the API server', () => {
   let ns = '';
   const policies: CompiledPolicy[] = [];
+  let vaps: VapSet;
   const nsLabels = () => ({ 'kubernetes.io/metadata.name': ns, tier: 'batch' });
 
   beforeAll(async () => {
@@ -87,6 +96,25 @@ describeCluster('CEL rules: annex in-process against the API server', () => {
       'the sentinel VAP denies',
       async () => (await dryRun(probe, policies.length - 1)).message === 'sentinel',
     );
+    // The installed objects, as `kubectl get -o yaml` prints them, read as `annex check --vap DIR`.
+    const dir = mkdtempSync(join(tmpdir(), 'annex-celdiff-vap-'));
+    const names = policies.map((p) => p.name);
+    writeFileSync(
+      join(dir, 'policies.yaml'),
+      await kubectlOk(['get', 'validatingadmissionpolicies', ...names.map(vapName), '-o', 'yaml']),
+    );
+    writeFileSync(
+      join(dir, 'bindings.yaml'),
+      await kubectlOk([
+        'get',
+        'validatingadmissionpolicybindings',
+        ...names.map(bindingName),
+        '-o',
+        'yaml',
+      ]),
+    );
+    vaps = loadVaps([dir]);
+    if (vaps.notes.length) throw new Error(`--vap notes: ${vaps.notes.join('; ')}`);
   }, 180_000);
 
   afterAll(async () => {
@@ -137,12 +165,19 @@ describeCluster('CEL rules: annex in-process against the API server', () => {
       dryRun: true,
     } as unknown as AdmissionRequest;
     const e = evaluate([policies[i]!], req, { namespaceLabels: nsLabels() });
-    if (e.allowed) return { allowed: true, message: '' };
+    // annex check --vap's answer: every installed VAP, as the API server has them.
+    const vap = evaluateVaps(vaps, req, { namespaceLabels: nsLabels() }).status?.message;
+    if (e.allowed) return { allowed: true, message: '', ...(vap !== undefined ? { vap } : {}) };
     const m = e.decisions[0]?.causes[0]?.message ?? '';
     // annex check's answer as the cluster installs the policy (natively, as a VAP).
     const full = evaluateAsInstalled([policies[i]!], req, {}, { namespaceLabels: nsLabels() })
       .status?.message;
-    return { allowed: false, message: m.replace(/^Internal error: rule "[^"]+": /, ''), full };
+    return {
+      allowed: false,
+      message: m.replace(/^Internal error: rule "[^"]+": /, ''),
+      full,
+      ...(vap !== undefined ? { vap } : {}),
+    };
   }
 
   /**
@@ -178,6 +213,7 @@ describeCluster('CEL rules: annex in-process against the API server', () => {
     const pairs = celCases.flatMap((_, i) => objects.map((o) => [i, o] as const));
     const mismatches: string[] = [];
     const verdictOnly: string[] = [];
+    const viaVap: string[] = [];
     let denied = 0;
     let next = 0;
     const worker = async () => {
@@ -187,6 +223,11 @@ describeCluster('CEL rules: annex in-process against the API server', () => {
         const mine = inProcess(o, i);
         if (!live.allowed) denied++;
         const where = `case ${i} (${celCases[i]!.covers}) on ${o.metadata.name}`;
+        if (live.full !== mine.vap) {
+          viaVap.push(
+            `${where}: API server ${JSON.stringify(live.full ?? 'allowed')}, annex check --vap ${JSON.stringify(mine.vap ?? 'allowed')}`,
+          );
+        }
         if (live.allowed !== mine.allowed) {
           mismatches.push(
             `${where}: API server ${JSON.stringify(live)}, annex ${JSON.stringify(mine)}`,
@@ -205,12 +246,19 @@ describeCluster('CEL rules: annex in-process against the API server', () => {
     report(
       `verdict mismatches: ${mismatches.length}; same verdict, different message: ${verdictOnly.length}`,
     );
+    report(
+      `annex check --vap (${vaps.policies.length} installed VAPs read back): ${pairs.length} pairs compared, ${viaVap.length} mismatches (verdict or whole message)`,
+    );
     const byCase = new Map<string, string[]>();
-    for (const m of [...mismatches, ...verdictOnly]) {
+    for (const m of [...mismatches, ...verdictOnly, ...viaVap]) {
       const k = m.slice(0, m.indexOf(' on '));
       byCase.set(k, [...(byCase.get(k) ?? []), m]);
     }
     for (const [k, ms] of byCase) report(`${k}: ${ms.length}× e.g. ${ms[0]}`);
-    expect({ mismatches, verdictOnly }).toEqual({ mismatches: [], verdictOnly: [] });
+    expect({ mismatches, verdictOnly, viaVap }).toEqual({
+      mismatches: [],
+      verdictOnly: [],
+      viaVap: [],
+    });
   }, 600_000);
 });

@@ -110,20 +110,28 @@ export function conditionsHold(conds: readonly NamedExpression[], act: CelActiva
   return true;
 }
 
-/** A string VAP takes from messageExpression: not blank, one line. */
-const usable = (m: unknown): m is string =>
-  typeof m === 'string' && m.trim() !== '' && !/[\r\n]/.test(m);
+/** The longest message VAP takes from messageExpression (celconfig.MaxEvaluatedMessageExpressionSizeBytes). */
+const MAX_MESSAGE_BYTES = 5 * 1024;
+
+/** What VAP takes from messageExpression (validator.go): a string, trimmed, not blank, one line, not too long. */
+function usable(m: unknown): string | undefined {
+  if (typeof m !== 'string') return undefined;
+  const t = m.trim();
+  if (!t || t.includes('\n') || Buffer.byteLength(t) > MAX_MESSAGE_BYTES) return undefined;
+  return t;
+}
 
 /** The message of a failed rule, or undefined when it holds; throws CelEvalError. */
 export function ruleMessage(rule: CelRule, act: CelActivation): string | undefined {
   if (act.bool(rule.expression)) return undefined;
   if (rule.messageExpression) {
     try {
-      const m = act.value(rule.messageExpression);
-      if (usable(m)) return m;
+      const m = usable(act.value(rule.messageExpression));
+      if (m !== undefined) return m;
     } catch {
       // VAP falls back to message (and warns); so does annex.
     }
   }
-  return rule.message ?? `failed expression: ${rule.expression.text}`;
+  // VAP trims both fallbacks; a blank message falls through to the expression.
+  return rule.message?.trim() || `failed expression: ${rule.expression.text.trim()}`;
 }
