@@ -140,6 +140,16 @@ describeCluster('Pod Security Standards: annex in-process against PodSecurity ad
     report(
       `${generated.length} Pods: ${refused} refused by validation before PodSecurity, ${valid.length} valid`,
     );
+    const tally = (what: string, test: (spec: any) => boolean) =>
+      `${valid.filter((p) => test(p.served.spec)).length} ${what}`;
+    report(
+      `  valid: ${[
+        tally('Windows', (s) => s.os?.name === 'windows'),
+        tally('hostUsers=false', (s) => s.hostUsers === false),
+        tally('with init containers', (s) => !!s.initContainers?.length),
+        tally('with volumes besides the service account token', (s) => s.volumes?.length > 1),
+      ].join(', ')}`,
+    );
     for (const [why, n] of [...refusedWhy].sort((a, b) => b[1] - a[1]).slice(0, 12))
       report(`  refused ${n}×: ${why}`);
     report(
