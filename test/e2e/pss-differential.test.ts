@@ -19,9 +19,10 @@ import {
   kubectl,
   kubectlOk,
 } from '../cluster/harness.js';
-import { pssPods } from '../fixtures/pss-corpus.js';
+import { pssEphemeralContainers, pssPods } from '../fixtures/pss-corpus.js';
 
 const PODS = Number(process.env.ANNEX_PSS_PODS ?? 2000);
+const EPHEMERAL = Number(process.env.ANNEX_PSS_EPHEMERAL ?? 300);
 const CONCURRENCY = 8;
 // latest; v1.34 (before the user-namespace relaxations and the v1.37 sysctls); v1.30 (before
 // container_engine_t, the v1.32 sysctls and host probes); v1.24 (before the Windows
@@ -66,6 +67,7 @@ describeCluster('Pod Security Standards: annex in-process against PodSecurity ad
   }, 180_000);
 
   afterAll(async () => {
+    for (const ns of policyNs.values()) await kubectl(['delete', 'pods', '--all', '-n', ns]);
     for (const ns of [open, ...policyNs.values()])
       if (ns) await kubectl(['delete', 'namespace', ns, '--wait=false']);
   });
@@ -162,4 +164,84 @@ describeCluster('Pod Security Standards: annex in-process against PodSecurity ad
     for (const u of unexpected.slice(0, 10)) report(u);
     expect({ mismatches, unexpected }).toEqual({ mismatches: [], unexpected: [] });
   }, 1_200_000);
+
+  // Ephemeral containers arrive by an update of pods/ephemeralcontainers: PodSecurity then
+  // evaluates the whole pod (existing containers and the added ephemeral ones).
+  it('agrees with the API server on pods/ephemeralcontainers updates', async () => {
+    const bases: Record<string, any> = {
+      base: { spec: {} },
+      'base-userns': { spec: { hostUsers: false } },
+    };
+    const restricted = {
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      runAsNonRoot: true,
+      seccompProfile: { type: 'RuntimeDefault' },
+    };
+    const served = new Map<string, any>();
+    for (const [ns, name] of [...policyNs.values()].flatMap((ns) =>
+      Object.keys(bases).map((name) => [ns, name] as const),
+    )) {
+      const r = await apiRequest('POST', `/api/v1/namespaces/${ns}/pods`, {
+        body: {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: { name },
+          spec: {
+            ...bases[name].spec,
+            containers: [{ name: 'app', image: 'busybox:1.36', securityContext: restricted }],
+          },
+        },
+      });
+      if (r.status !== 201) throw new Error(`base pod ${ns}/${name}: ${r.status} ${r.body}`);
+      served.set(`${ns}/${name}`, r.json());
+    }
+    const sets = pssEphemeralContainers(EPHEMERAL);
+    const cases = sets.flatMap((ephemeralContainers, k) =>
+      LEVELS.flatMap((level) =>
+        VERSIONS.map((version) => ({
+          ephemeralContainers,
+          level,
+          version,
+          base: Object.keys(bases)[k % 2]!,
+        })),
+      ),
+    );
+    const mismatches: string[] = [];
+    const unexpected: string[] = [];
+    let refusedByValidation = 0;
+    let denied = 0;
+    await pool(cases, async ({ ephemeralContainers, level, version, base }) => {
+      const ns = policyNs.get(key(level, version))!;
+      const r = await apiRequest(
+        'PATCH',
+        `/api/v1/namespaces/${ns}/pods/${base}/ephemeralcontainers?dryRun=All`,
+        {
+          body: { spec: { ephemeralContainers } },
+          headers: { 'content-type': 'application/strategic-merge-patch+json' },
+        },
+      );
+      const message = String(r.status === 200 ? '' : (r.json().message ?? r.body));
+      const at = message.indexOf('violates PodSecurity "');
+      if (r.status === 422 && at < 0) return void refusedByValidation++;
+      if (r.status !== 200 && (r.status !== 403 || at < 0))
+        return void unexpected.push(`${base} ${level}:${version}: ${r.status} ${message}`);
+      const live = at < 0 ? '' : message.slice(at);
+      const pod = served.get(`${ns}/${base}`);
+      const spec = { ...pod.spec, ephemeralContainers };
+      const violations = evaluatePodSecurity(level, version, pod.metadata, spec);
+      const mine = violations.length ? podSecurityMessage(level, version, violations) : '';
+      if (live) denied++;
+      if (live !== mine)
+        mismatches.push(
+          `${base} ${level}:${version}\n  API server: ${live || '(allowed)'}\n  annex:      ${mine || '(allowed)'}\n  ephemeral: ${JSON.stringify(ephemeralContainers)}`,
+        );
+    });
+    report(
+      `ephemeral containers: ${sets.length} sets × ${LEVELS.length * VERSIONS.length} policies = ${cases.length} updates; ${refusedByValidation} refused by validation before PodSecurity; ${denied} denied by PodSecurity; mismatches: ${mismatches.length}; unexpected answers: ${unexpected.length}`,
+    );
+    for (const m of mismatches.slice(0, 10)) report(m);
+    for (const u of unexpected.slice(0, 10)) report(u);
+    expect({ mismatches, unexpected }).toEqual({ mismatches: [], unexpected: [] });
+  }, 600_000);
 });
