@@ -8,3 +8,4 @@ export {
   renderViolations,
 } from './registry.js';
 export type { Level, PodMeta, PodSpec, PolicyVersion, Violation } from './types.js';
+export { podOf, type PodOf } from './pod-of.js';
