@@ -15,6 +15,7 @@ import { checkPath, isRecord } from './paths.js';
 import { pathFault } from './fields/check.js';
 import type { CelRule, NamedExpression } from './expr/evaluate.js';
 import { compileExpression } from './expr/rule.js';
+import type { Level } from './pss/index.js';
 import {
   MUTATE_KIND_FAULT,
   MUTATE_KINDS,
@@ -58,6 +59,8 @@ export type CompiledValidateRule = RuleBase &
     | { type: 'forbidden' }
     /** A CEL rule; its path is `$` (the whole object), for the error causes it reports. */
     | { type: 'expression'; cel: CelRule }
+    /** The Pod Security Standards on the object's pod spec; its path is `$` too. */
+    | { type: 'podSecurity'; level: Level; version: string }
   );
 
 export interface CompiledMutateRule {
@@ -250,7 +253,7 @@ export function compilePolicy(obj: unknown): CompiledPolicy {
   for (const r of validate) {
     if (setIn(r, VALIDATE_KINDS) !== 1)
       throw new PolicyCompileError(name, r.name, VALIDATE_KIND_FAULT);
-    if ((r.path === undefined) === (r.expression === undefined))
+    if ((r.path === undefined) === (r.expression === undefined && r.podSecurity === undefined))
       throw new PolicyCompileError(name, r.name, PATH_FAULT);
   }
   for (const r of mutate) {
@@ -292,6 +295,10 @@ export function compilePolicy(obj: unknown): CompiledPolicy {
         reason: r.reason ?? 'Invalid',
       };
       return { name: r.name, path: '$', message: r.message, type: 'expression', cel: rule };
+    }
+    if (r.podSecurity !== undefined) {
+      const { level, version = 'latest' } = r.podSecurity;
+      return { name: r.name, path: '$', message: r.message, type: 'podSecurity', level, version };
     }
     const base = {
       name: r.name,

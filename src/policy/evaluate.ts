@@ -24,6 +24,7 @@ import { matchesWithin } from './cost.js';
 import { CelActivation, conditionsHold, ruleMessage } from './expr/evaluate.js';
 import { policyMatches, type MatchContext } from './match.js';
 import { fieldOfPath, isRecord, renderField, walkPointer, type PathMatch } from './paths.js';
+import { evaluatePodSecurity, podOf, podSecurityMessage } from './pss/index.js';
 import type { Evaluation, PolicyAction, PolicyDecision } from './types.js';
 
 export type EvaluateContext = MatchContext & {
@@ -89,8 +90,22 @@ function nameCauses(
   return details.map((d) => invalidField(m.field, shown, d));
 }
 
+/** The Pod Security Standards on the object's pod: one Forbidden cause with PodSecurity's text. */
+function podSecurityCauses(
+  rule: Extract<CompiledValidateRule, { type: 'podSecurity' }>,
+  obj: object,
+): FieldCause[] {
+  const pod = podOf(obj);
+  if (!pod) return [];
+  const violations = evaluatePodSecurity(rule.level, rule.version, pod.meta, pod.spec);
+  if (!violations.length) return [];
+  const text = rule.message ?? podSecurityMessage(rule.level, rule.version, violations);
+  return [{ field: pod.field, message: fieldErrorBody('Forbidden', undefined, text) }];
+}
+
 /** The causes of one rule on `obj`; throws when the path cannot be evaluated on it. */
 function validateRule(rule: CompiledValidateRule, obj: object, quote: Quote): FieldCause[] {
+  if (rule.type === 'podSecurity') return podSecurityCauses(rule, obj);
   const matches = matchesWithin(rule.path, obj);
   switch (rule.type) {
     case 'required':

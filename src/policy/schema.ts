@@ -88,6 +88,7 @@ export const VALIDATE_KINDS = [
   'required',
   'forbidden',
   'expression',
+  'podSecurity',
 ] as const;
 export const VALIDATE_KIND_FAULT = `set exactly one of ${VALIDATE_KINDS.join(', ')}`;
 /** What a mutate rule does: one or both of these. */
@@ -116,8 +117,9 @@ const path = str(
 /** A CEL text: bounded, so that the CRD's own rules over it stay within the API server's cost budget. */
 const cel = (description: string): JsonSchema => ({ type: 'string', description, maxLength: 5120 });
 
-/** A path rule needs its path; a CEL rule reads `object` itself and has none. */
-export const PATH_FAULT = 'set path, or expression (a CEL rule has no path)';
+/** A path rule needs its path; a CEL or podSecurity rule reads `object` itself and has none. */
+export const PATH_FAULT =
+  'set path, or expression or podSecurity (a CEL or podSecurity rule has no path)';
 
 /** VAP's named expressions: `variables` and `matchConditions`, verbatim. */
 const namedExpressions = (description: string): JsonSchema => ({
@@ -167,12 +169,26 @@ const validateRule: JsonSchema = {
       enum: [true],
     },
     forbidden: { type: 'boolean', description: 'The path must match nothing.', enum: [true] },
+    podSecurity: {
+      type: 'object',
+      description:
+        'The Pod Security Standards, as PodSecurity admission evaluates them, on a Pod or the pod template of a workload (no path).',
+      required: ['level'],
+      properties: {
+        level: { type: 'string', enum: ['privileged', 'baseline', 'restricted'] },
+        version: {
+          type: 'string',
+          description: 'latest (the default) or v1.N.',
+          pattern: '^(latest|v1\\.(0|[1-9][0-9]*))$',
+        },
+      },
+    },
     message: str("Replaces the rule's own detail text in each cause."),
   },
   'x-kubernetes-validations': [
     kindRule(VALIDATE_KINDS, '== 1', VALIDATE_KIND_FAULT),
     {
-      rule: 'has(self.path) != has(self.expression)',
+      rule: 'has(self.path) != (has(self.expression) || has(self.podSecurity))',
       messageExpression: `'rule "' + self.name + '": ${PATH_FAULT}'`,
       message: PATH_FAULT,
     },

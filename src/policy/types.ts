@@ -49,7 +49,12 @@ export interface ValidateRule {
   messageExpression?: string;
   /** VAP's reason for a failed expression; default Invalid. */
   reason?: 'Unauthorized' | 'Forbidden' | 'Invalid' | 'RequestEntityTooLarge';
-  /** Exactly one of nameRule, schema, required, forbidden, expression. */
+  /**
+   * The Pod Security Standards, as PodSecurity admission evaluates them (src/policy/pss), on a
+   * Pod or the pod template of a workload; no path. Not with the others.
+   */
+  podSecurity?: PodSecurityRule;
+  /** Exactly one of nameRule, schema, required, forbidden, expression, podSecurity. */
   nameRule?: NameRuleName;
   /** Every match must satisfy it (ajv, draft-07). */
   schema?: JsonSchema;
@@ -59,6 +64,12 @@ export interface ValidateRule {
   forbidden?: boolean;
   /** Replaces the rule's own detail text in each cause. */
   message?: string;
+}
+
+export interface PodSecurityRule {
+  level: 'privileged' | 'baseline' | 'restricted';
+  /** `latest` (the default) or `v1.N`, as the namespace label spells it. */
+  version?: string;
 }
 
 export interface NamedCel {

@@ -270,6 +270,8 @@ export function ruleToCel(
 ): { cel: string } | { reason: string } {
   // CEL rules go to the API server verbatim (compile.ts), never through this translation.
   if (rule.type === 'expression') return { reason: 'a CEL rule is not a path rule' };
+  // PodSecurity's checks and their wording have no CEL translation here: the webhook runs them.
+  if (rule.type === 'podSecurity') return { reason: 'the Pod Security Standards have no CEL form' };
   const steps = parsePath(rule.path);
   if ('reason' in steps) return steps;
   const detail = (d: string) => (d === '' ? '' : `: ${d}`);
