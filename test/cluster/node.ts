@@ -36,6 +36,17 @@ import { opensslLeaf, CLIENT_EXT } from '../../src/devcluster/pki.js';
 import { writeKubeconfig } from '../../src/devcluster/kubeconfig.js';
 import { pinnedVersions } from '../../src/devcluster/binaries.js';
 import { stopInReverse } from '../../src/devcluster/stop.js';
+import { writeContainerdConfig } from './node/containerd.js';
+import { writeKubeletConfig } from './node/kubelet.js';
+import {
+  cgroupHierarchies,
+  cgroupTree,
+  hostLinkNames,
+  iptablesSave,
+  pidsIn,
+  pidsInNetns,
+  waitFor,
+} from './node/host.js';
 
 export const NODE_NAME = 'annex-node';
 /** The node's InternalIP: on the namespace's lo only. */
@@ -67,49 +78,6 @@ function script(name: string): string {
   return r.stdout.trim().split('\n').pop()!;
 }
 
-/** The v1 hierarchies (and the unified one) a cgroup root appears in. */
-function cgroupHierarchies(): string[] {
-  return readdirSync('/sys/fs/cgroup')
-    .map((d) => join('/sys/fs/cgroup', d))
-    .filter((d) => existsSync(join(d, 'cgroup.procs')));
-}
-
-/** Every cgroup directory under `dir`, deepest first. */
-function cgroupTree(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (e.isDirectory()) out.push(...cgroupTree(join(dir, e.name)));
-  }
-  out.push(dir);
-  return out;
-}
-
-function pidsIn(cgroupDir: string): number[] {
-  try {
-    return readFileSync(join(cgroupDir, 'cgroup.procs'), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
-}
-
-/** Pids whose network namespace is `netns` (an `net:[inode]` link text). */
-function pidsInNetns(netns: string): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readlinkSync(`/proc/${d}/ns/net`) === netns) out.push(Number(d));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
-
 export interface Node {
   readonly dir: string;
   readonly cluster: ClusterInfo;
@@ -125,7 +93,15 @@ export interface Node {
   readonly timings: Record<string, number>;
 }
 
-export async function startNode(log: (l: string) => void = () => {}): Promise<Node> {
+export interface NodeOptions {
+  /** More image archives (docker-archive or oci-archive) to import into containerd's k8s.io. */
+  images?: string[];
+}
+
+export async function startNode(
+  log: (l: string) => void = () => {},
+  opts: NodeOptions = {},
+): Promise<Node> {
   const timings: Record<string, number> = {};
   let t = Date.now();
   const lap = (k: string) => {
@@ -332,14 +308,31 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
     const version = pinnedVersions().kubernetes;
     // kube-apiserver reaches the kubelet at the node's InternalIP (by default it tries the
     // Hostname first: a DNS lookup that, in this namespace, has no route to go anywhere).
-    cp = new ControlPlane(cpBin, version, ['--kubelet-preferred-address-types=InternalIP']);
+    cp = new ControlPlane(cpBin, version, [
+      '--kubelet-preferred-address-types=InternalIP',
+      // Pods reach kube-apiserver as the `kubernetes` Service (10.0.0.1:443): it listens on
+      // the node address too and writes that address (not loopback, which Endpoints refuse)
+      // as the Service's endpoint. These override the control plane's loopback-only flags.
+      '--bind-address=0.0.0.0',
+      `--advertise-address=${NODE_IP}`,
+      '--endpoint-reconciler-type=lease',
+    ]);
     const cluster = await cp.start(log, {
       wrap: nsenter(),
-      // EndpointSlices for kube-proxy (nothing else reconciles yet).
       controllerManager: {
         controllers: [
+          // EndpointSlices for kube-proxy (and annex's peer discovery).
           'endpointslice-controller',
+          // A Deployment's ReplicaSets and their Pods; the owner references' cascade on delete.
+          'deployment-controller',
+          'replicaset-controller',
+          'garbage-collector-controller',
+          // A deleted Namespace's content, then the Namespace.
+          'namespace-controller',
+          // `default` in every namespace, and kube-root-ca.crt: with it the kubelet mounts
+          // a Pod's ServiceAccount token (TokenRequest, signed with the API server's key).
           'serviceaccount-controller',
+          'root-ca-certificate-publisher-controller',
           // Lifts the not-ready taint the kubelet registers with, once the node is Ready.
           'node-lifecycle-controller',
         ],
@@ -419,58 +412,7 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
     ]);
 
     // --- containerd ---
-    writeFileSync(
-      p('containerd.toml'),
-      `version = 3
-root = "${p('containerd', 'root')}"
-state = "${p('containerd', 'state')}"
-disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs"]
-[grpc]
-  address = "${sock}"
-[plugins.'io.containerd.cri.v1.images']
-  snapshotter = "overlayfs"
-  [plugins.'io.containerd.cri.v1.images'.pinned_images]
-    sandbox = "${PAUSE_IMAGE}"
-[plugins.'io.containerd.cri.v1.runtime']
-  # Root here lacks CAP_SYS_RESOURCE: runc cannot lower oom_score_adj (the sandbox's -998
-  # fails with "nsexec: failed to update /proc/self/oom_score_adj: Permission denied");
-  # clamp to containerd's own score, as rootless setups do.
-  restrict_oom_score_adj = true
-  [plugins.'io.containerd.cri.v1.runtime'.containerd]
-    default_runtime_name = "runc"
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-        BinaryName = "/usr/sbin/runc"
-        Root = "${p('runc')}"
-        SystemdCgroup = false
-  [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ["${bin}"]
-    conf_dir = "${p('cni', 'net.d')}"
-`,
-    );
-    writeFileSync(
-      p('cni', 'net.d', '10-annex.conflist'),
-      JSON.stringify({
-        cniVersion: '1.0.0',
-        name: 'annex',
-        plugins: [
-          {
-            type: 'bridge',
-            bridge: 'cni0',
-            isGateway: true,
-            ipMasq: false,
-            hairpinMode: true,
-            ipam: {
-              type: 'host-local',
-              ranges: [[{ subnet: POD_CIDR }]],
-              dataDir: p('cni', 'ipam'),
-            },
-          },
-          { type: 'portmap', capabilities: { portMappings: true } },
-        ],
-      }),
-    );
+    writeContainerdConfig({ dir, sock, bin, pauseImage: PAUSE_IMAGE, podCidr: POD_CIDR });
     const containerd = daemon('containerd', join(bin, 'containerd'), [
       '--config',
       p('containerd.toml'),
@@ -492,6 +434,9 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         join(images, `${img}.tar`),
       ]);
     lap('containerd + images');
+    for (const archive of opts.images ?? [])
+      run(join(bin, 'ctr'), ['-a', sock, '-n', 'k8s.io', 'images', 'import', archive]);
+    if (opts.images?.length) lap('more images imported');
 
     // --- kubelet: its cgroup root must exist in every hierarchy; cpuset needs cpus/mems ---
     for (const h of cgroupHierarchies()) {
@@ -500,37 +445,13 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         for (const f of ['cpuset.cpus', 'cpuset.mems'])
           writeFileSync(join(h, cgroupRoot, f), readFileSync(join(h, f)));
     }
-    writeFileSync(
-      p('kubelet.yaml'),
-      JSON.stringify({
-        apiVersion: 'kubelet.config.k8s.io/v1beta1',
-        kind: 'KubeletConfiguration',
-        failCgroupV1: false,
-        cgroupDriver: 'cgroupfs',
-        cgroupRoot,
-        containerRuntimeEndpoint: `unix://${sock}`,
-        address: NODE_IP,
-        port: 10250,
-        readOnlyPort: 0,
-        healthzBindAddress: '127.0.0.1',
-        // kube-apiserver calls the kubelet without a client certificate (no
-        // --kubelet-client-certificate in the test control plane): anonymous, allowed.
-        authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
-        authorization: { mode: 'AlwaysAllow' },
-        podLogsDir: p('pod-logs'),
-        resolvConf: '',
-        failSwapOn: false,
-        imageGCHighThresholdPercent: 100,
-        imageGCLowThresholdPercent: 99,
-        evictionHard: { 'memory.available': '1Mi' },
-        podCIDR: POD_CIDR,
-        registerNode: true,
-        syncFrequency: '5s',
-        fileCheckFrequency: '5s',
-        nodeStatusUpdateFrequency: '2s',
-        serializeImagePulls: false,
-      }),
-    );
+    writeKubeletConfig(p('kubelet.yaml'), {
+      dir,
+      sock,
+      cgroupRoot,
+      nodeIp: NODE_IP,
+      podCidr: POD_CIDR,
+    });
     const kubelet = daemon('kubelet', join(bin, 'kubelet'), [
       `--config=${p('kubelet.yaml')}`,
       `--kubeconfig=${nodeKubeconfig}`,
@@ -646,33 +567,4 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     }
     throw e;
   }
-}
-
-async function waitFor(ok: () => boolean, ms: number, why: () => string): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (ok()) return;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(why());
-}
-
-function iptablesSave(): string {
-  const r = spawnSync('iptables-save', [], { encoding: 'utf8' });
-  // Counters and the header's timestamp change by themselves.
-  return (r.stdout ?? '')
-    .split('\n')
-    .filter((l) => !l.startsWith('#'))
-    .map((l) => l.replace(/\[\d+:\d+\]/g, ''))
-    .join('\n');
-}
-
-function hostLinkNames(): string {
-  const r = spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' });
-  return (r.stdout ?? '')
-    .split('\n')
-    .map((l) => l.split(':')[1]?.trim())
-    .filter(Boolean)
-    .sort()
-    .join(',');
 }
