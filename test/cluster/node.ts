@@ -13,6 +13,11 @@
 //   hierarchy (cgroupfs driver; this machine is cgroup v1/hybrid: failCgroupV1: false).
 // - Teardown kills every process of the namespaces and of the cgroup root, removes the
 //   cgroups and the temp folder, and `leftovers()` says what, if anything, remains.
+// - This file wires the steps in order; the pieces are in node/: namespace.ts (the holder),
+//   forward.ts (host <-> kube-apiserver), containerd.ts and kubelet.ts (their configuration),
+//   teardown.ts (the host-side sweep, leftovers()), host.ts (cgroups, processes, rules).
+// - Pods reach kube-apiserver as the `kubernetes` Service: it also listens on NODE_IP,
+//   which it writes as the Service's endpoint; Pods' default route is cni0.
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
@@ -23,13 +28,11 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
-  rmdirSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ControlPlane, type ClusterInfo } from '../../src/devcluster/control-plane.js';
 import { opensslLeaf, CLIENT_EXT } from '../../src/devcluster/pki.js';
@@ -38,15 +41,10 @@ import { pinnedVersions } from '../../src/devcluster/binaries.js';
 import { stopInReverse } from '../../src/devcluster/stop.js';
 import { writeContainerdConfig } from './node/containerd.js';
 import { writeKubeletConfig } from './node/kubelet.js';
-import {
-  cgroupHierarchies,
-  cgroupTree,
-  hostLinkNames,
-  iptablesSave,
-  pidsIn,
-  pidsInNetns,
-  waitFor,
-} from './node/host.js';
+import { cgroupHierarchies, hostLinkNames, iptablesSave, waitFor } from './node/host.js';
+import { startHolder } from './node/namespace.js';
+import { forwardApiServer } from './node/forward.js';
+import { killNamespaceAndCgroup, nodeLeftovers, removeCgroupRoot } from './node/teardown.js';
 
 export const NODE_NAME = 'annex-node';
 /** The node's InternalIP: on the namespace's lo only. */
@@ -193,22 +191,7 @@ export async function startNode(
     await cp?.stop();
     say('control plane stopped');
     hostForward?.kill('SIGKILL');
-    // Whatever still runs in the namespaces (shims) or under the cgroup root (containers).
-    for (let round = 0; round < 20; round++) {
-      const left = new Set<number>();
-      if (netns) for (const pid of pidsInNetns(netns)) if (pid !== holderPid) left.add(pid);
-      for (const h of cgroupHierarchies())
-        for (const d of cgroupTree(join(h, cgroupRoot))) for (const pid of pidsIn(d)) left.add(pid);
-      if (left.size === 0) break;
-      for (const pid of left) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await killNamespaceAndCgroup(netns, holderPid, cgroupRoot);
     say('namespace and cgroup processes killed');
     try {
       if (holderPid) process.kill(holderPid, 'SIGKILL');
@@ -221,86 +204,20 @@ export async function startNode(
       await Promise.race([gone, new Promise((r) => setTimeout(r, 3000))]);
     }
     say('holder gone');
-    for (const h of cgroupHierarchies())
-      for (const d of cgroupTree(join(h, cgroupRoot))) {
-        try {
-          rmdirSync(d);
-        } catch {
-          // reported by leftovers()
-        }
-      }
+    removeCgroupRoot(cgroupRoot);
     rmSync(dir, { recursive: true, force: true });
     say('done');
   };
 
-  const leftovers = () => {
-    const out: string[] = [];
-    if (netns) for (const pid of pidsInNetns(netns)) out.push(`process ${pid} in ${netns}`);
-    for (const h of cgroupHierarchies())
-      if (existsSync(join(h, cgroupRoot))) out.push(`cgroup ${join(h, cgroupRoot)}`);
-    if (existsSync(dir)) out.push(`folder ${dir}`);
-    for (const l of readFileSync('/proc/self/mountinfo', 'utf8').split('\n'))
-      if (l.includes(dir) || l.includes(cgroupRoot)) out.push(`mount ${l}`);
-    if (iptablesSave() !== hostIptables) out.push("the host's iptables rules changed");
-    const links = hostLinkNames();
-    if (links !== hostLinks) out.push(`the host's links changed: ${hostLinks} -> ${links}`);
-    for (const d of [
-      '/var/lib/cni',
-      '/var/lib/kubelet',
-      '/run/containerd',
-      '/var/log/pods',
-      '/opt/containerd',
-    ])
-      if (existsSync(d)) out.push(`host path ${d}`);
-    return out;
-  };
+  const leftovers = () => nodeLeftovers({ netns, cgroupRoot, dir, hostIptables, hostLinks });
 
   try {
     // --- the namespaces: one holder process ---
-    const setup = [
-      'set -e',
-      'mount -t tmpfs -o mode=755 tmpfs /run',
-      'mount -t tmpfs -o mode=755 tmpfs /var/lib',
-      'mount -t tmpfs -o mode=755 tmpfs /var/log',
-      // A sysfs of this network namespace (the CNI plugins read /sys/class/net), with the
-      // host's cgroup mounts moved back under it.
-      `mount --rbind /sys/fs/cgroup ${p('cg')}`,
-      'mount -t sysfs sysfs /sys',
-      `mount --move ${p('cg')} /sys/fs/cgroup`,
-      'ip link set lo up',
-      `ip addr add ${NODE_IP}/32 dev lo`,
-      // Service IPs need a route for the local routing decision before kube-proxy's DNAT.
-      `ip route add ${SERVICE_CIDR} dev lo`,
-      'echo ready $$',
-      'exec sleep infinity',
-    ].join('\n');
-    holder = spawn(
-      'unshare',
-      [
-        '--net',
-        '--mount',
-        '--propagation',
-        'private',
-        '--fork',
-        '--kill-child',
-        '--',
-        'sh',
-        '-c',
-        setup,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let holderErr = '';
-    holder.stderr!.on('data', (d) => (holderErr += d));
-    holderPid = await new Promise<number>((resolve, reject) => {
-      createInterface({ input: holder!.stdout! }).on('line', (l) => {
-        const m = /^ready (\d+)$/.exec(l);
-        if (m) resolve(Number(m[1]));
-      });
-      holder!.once('exit', (code) =>
-        reject(new Error(`namespace setup failed (${code}): ${holderErr}`)),
-      );
-    });
+    ({ holder, pid: holderPid } = await startHolder({
+      cgroupMountpoint: p('cg'),
+      nodeIp: NODE_IP,
+      serviceCidr: SERVICE_CIDR,
+    }));
     netns = readlinkSync(`/proc/${holderPid}/ns/net`);
     lap('namespaces');
 
@@ -338,47 +255,9 @@ export async function startNode(
         ],
       },
       beforeReady: async (port) => {
-        const s = join(dir, `api-${port}.sock`);
-        // Inside: socket -> 127.0.0.1:port (a node process in the namespaces).
-        const fwd = spawn(
-          nsenter()[0]!,
-          [
-            ...nsenter().slice(1),
-            process.execPath,
-            '-e',
-            `const net = require('node:net');
-             net.createServer((c) => { const u = net.connect(${port}, '127.0.0.1');
-               c.pipe(u).pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()); })
-               .listen(${JSON.stringify(s)}, () => console.log('listening'));`,
-          ],
-          { stdio: ['ignore', 'pipe', 'inherit'] },
-        );
-        children.unshift(fwd); // stopped last among the children
-        await new Promise<void>((resolve, reject) => {
-          createInterface({ input: fwd.stdout! }).on('line', (l) => l === 'listening' && resolve());
-          fwd.once('exit', (c) => reject(new Error(`api forward exited (${c})`)));
-        });
-        // Outside: host 127.0.0.1:port -> socket, in a child process, so that the test's
-        // synchronous kubectl calls cannot starve it.
-        const host = spawn(
-          process.execPath,
-          [
-            '-e',
-            `const net = require('node:net');
-             net.createServer((c) => { const u = net.connect(${JSON.stringify(s)});
-               c.pipe(u).pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()); })
-               .listen(${port}, '127.0.0.1', () => console.log('listening'));`,
-          ],
-          { stdio: ['ignore', 'pipe', 'inherit'] },
-        );
-        hostForward = host;
-        await new Promise<void>((resolve, reject) => {
-          createInterface({ input: host.stdout! }).on(
-            'line',
-            (l) => l === 'listening' && resolve(),
-          );
-          host.once('exit', (c) => reject(new Error(`host forward exited (${c})`)));
-        });
+        const fwd = await forwardApiServer(nsenter(), join(dir, `api-${port}.sock`), port);
+        children.unshift(fwd.inside); // stopped last among the children
+        hostForward = fwd.host;
       },
     });
     lap('control plane');
