@@ -180,6 +180,11 @@ export async function startNode(
         if (d && existsSync(d))
           for (const f of readdirSync(d))
             if (f.endsWith('.log')) execFileSync('cp', [join(d, f), keepLogs]);
+      // And the containers' own logs, of the Pods still there (<ns>_<pod>_<uid>/<container>/).
+      if (existsSync(p('pod-logs'))) {
+        mkdirSync(join(keepLogs, 'pod-logs'), { recursive: true });
+        execFileSync('cp', ['-r', `${p('pod-logs')}/.`, join(keepLogs, 'pod-logs')]);
+      }
     }
     // Pods first, so that the runtime unwinds its own mounts and network namespaces.
     if (holderPid && existsSync(sock)) {
