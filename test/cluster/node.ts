@@ -13,6 +13,11 @@
 //   hierarchy (cgroupfs driver; this machine is cgroup v1/hybrid: failCgroupV1: false).
 // - Teardown kills every process of the namespaces and of the cgroup root, removes the
 //   cgroups and the temp folder, and `leftovers()` says what, if anything, remains.
+// - This file wires the steps in order; the pieces are in node/: namespace.ts (the holder),
+//   forward.ts (host <-> kube-apiserver), containerd.ts and kubelet.ts (their configuration),
+//   teardown.ts (the host-side sweep, leftovers()), host.ts (cgroups, processes, rules).
+// - Pods reach kube-apiserver as the `kubernetes` Service: it also listens on NODE_IP,
+//   which it writes as the Service's endpoint; Pods' default route is cni0.
 import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import {
@@ -23,19 +28,23 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
-  rmdirSync,
   rmSync,
   writeFileSync,
 } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { ControlPlane, type ClusterInfo } from '../../src/devcluster/control-plane.js';
 import { opensslLeaf, CLIENT_EXT } from '../../src/devcluster/pki.js';
 import { writeKubeconfig } from '../../src/devcluster/kubeconfig.js';
 import { pinnedVersions } from '../../src/devcluster/binaries.js';
 import { stopInReverse } from '../../src/devcluster/stop.js';
+import { writeContainerdConfig } from './node/containerd.js';
+import { writeKubeletConfig } from './node/kubelet.js';
+import { cgroupHierarchies, hostLinkNames, iptablesSave, waitFor } from './node/host.js';
+import { startHolder } from './node/namespace.js';
+import { forwardApiServer } from './node/forward.js';
+import { killNamespaceAndCgroup, nodeLeftovers, removeCgroupRoot } from './node/teardown.js';
 
 export const NODE_NAME = 'annex-node';
 /** The node's InternalIP: on the namespace's lo only. */
@@ -67,49 +76,6 @@ function script(name: string): string {
   return r.stdout.trim().split('\n').pop()!;
 }
 
-/** The v1 hierarchies (and the unified one) a cgroup root appears in. */
-function cgroupHierarchies(): string[] {
-  return readdirSync('/sys/fs/cgroup')
-    .map((d) => join('/sys/fs/cgroup', d))
-    .filter((d) => existsSync(join(d, 'cgroup.procs')));
-}
-
-/** Every cgroup directory under `dir`, deepest first. */
-function cgroupTree(dir: string): string[] {
-  if (!existsSync(dir)) return [];
-  const out: string[] = [];
-  for (const e of readdirSync(dir, { withFileTypes: true })) {
-    if (e.isDirectory()) out.push(...cgroupTree(join(dir, e.name)));
-  }
-  out.push(dir);
-  return out;
-}
-
-function pidsIn(cgroupDir: string): number[] {
-  try {
-    return readFileSync(join(cgroupDir, 'cgroup.procs'), 'utf8')
-      .split('\n')
-      .filter(Boolean)
-      .map(Number);
-  } catch {
-    return [];
-  }
-}
-
-/** Pids whose network namespace is `netns` (an `net:[inode]` link text). */
-function pidsInNetns(netns: string): number[] {
-  const out: number[] = [];
-  for (const d of readdirSync('/proc')) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      if (readlinkSync(`/proc/${d}/ns/net`) === netns) out.push(Number(d));
-    } catch {
-      // gone
-    }
-  }
-  return out;
-}
-
 export interface Node {
   readonly dir: string;
   readonly cluster: ClusterInfo;
@@ -125,7 +91,15 @@ export interface Node {
   readonly timings: Record<string, number>;
 }
 
-export async function startNode(log: (l: string) => void = () => {}): Promise<Node> {
+export interface NodeOptions {
+  /** More image archives (docker-archive or oci-archive) to import into containerd's k8s.io. */
+  images?: string[];
+}
+
+export async function startNode(
+  log: (l: string) => void = () => {},
+  opts: NodeOptions = {},
+): Promise<Node> {
   const timings: Record<string, number> = {};
   let t = Date.now();
   const lap = (k: string) => {
@@ -206,6 +180,11 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
         if (d && existsSync(d))
           for (const f of readdirSync(d))
             if (f.endsWith('.log')) execFileSync('cp', [join(d, f), keepLogs]);
+      // And the containers' own logs, of the Pods still there (<ns>_<pod>_<uid>/<container>/).
+      if (existsSync(p('pod-logs'))) {
+        mkdirSync(join(keepLogs, 'pod-logs'), { recursive: true });
+        execFileSync('cp', ['-r', `${p('pod-logs')}/.`, join(keepLogs, 'pod-logs')]);
+      }
     }
     // Pods first, so that the runtime unwinds its own mounts and network namespaces.
     if (holderPid && existsSync(sock)) {
@@ -217,22 +196,7 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
     await cp?.stop();
     say('control plane stopped');
     hostForward?.kill('SIGKILL');
-    // Whatever still runs in the namespaces (shims) or under the cgroup root (containers).
-    for (let round = 0; round < 20; round++) {
-      const left = new Set<number>();
-      if (netns) for (const pid of pidsInNetns(netns)) if (pid !== holderPid) left.add(pid);
-      for (const h of cgroupHierarchies())
-        for (const d of cgroupTree(join(h, cgroupRoot))) for (const pid of pidsIn(d)) left.add(pid);
-      if (left.size === 0) break;
-      for (const pid of left) {
-        try {
-          process.kill(pid, 'SIGKILL');
-        } catch {
-          // gone
-        }
-      }
-      await new Promise((r) => setTimeout(r, 100));
-    }
+    await killNamespaceAndCgroup(netns, holderPid, cgroupRoot);
     say('namespace and cgroup processes killed');
     try {
       if (holderPid) process.kill(holderPid, 'SIGKILL');
@@ -245,86 +209,20 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
       await Promise.race([gone, new Promise((r) => setTimeout(r, 3000))]);
     }
     say('holder gone');
-    for (const h of cgroupHierarchies())
-      for (const d of cgroupTree(join(h, cgroupRoot))) {
-        try {
-          rmdirSync(d);
-        } catch {
-          // reported by leftovers()
-        }
-      }
+    removeCgroupRoot(cgroupRoot);
     rmSync(dir, { recursive: true, force: true });
     say('done');
   };
 
-  const leftovers = () => {
-    const out: string[] = [];
-    if (netns) for (const pid of pidsInNetns(netns)) out.push(`process ${pid} in ${netns}`);
-    for (const h of cgroupHierarchies())
-      if (existsSync(join(h, cgroupRoot))) out.push(`cgroup ${join(h, cgroupRoot)}`);
-    if (existsSync(dir)) out.push(`folder ${dir}`);
-    for (const l of readFileSync('/proc/self/mountinfo', 'utf8').split('\n'))
-      if (l.includes(dir) || l.includes(cgroupRoot)) out.push(`mount ${l}`);
-    if (iptablesSave() !== hostIptables) out.push("the host's iptables rules changed");
-    const links = hostLinkNames();
-    if (links !== hostLinks) out.push(`the host's links changed: ${hostLinks} -> ${links}`);
-    for (const d of [
-      '/var/lib/cni',
-      '/var/lib/kubelet',
-      '/run/containerd',
-      '/var/log/pods',
-      '/opt/containerd',
-    ])
-      if (existsSync(d)) out.push(`host path ${d}`);
-    return out;
-  };
+  const leftovers = () => nodeLeftovers({ netns, cgroupRoot, dir, hostIptables, hostLinks });
 
   try {
     // --- the namespaces: one holder process ---
-    const setup = [
-      'set -e',
-      'mount -t tmpfs -o mode=755 tmpfs /run',
-      'mount -t tmpfs -o mode=755 tmpfs /var/lib',
-      'mount -t tmpfs -o mode=755 tmpfs /var/log',
-      // A sysfs of this network namespace (the CNI plugins read /sys/class/net), with the
-      // host's cgroup mounts moved back under it.
-      `mount --rbind /sys/fs/cgroup ${p('cg')}`,
-      'mount -t sysfs sysfs /sys',
-      `mount --move ${p('cg')} /sys/fs/cgroup`,
-      'ip link set lo up',
-      `ip addr add ${NODE_IP}/32 dev lo`,
-      // Service IPs need a route for the local routing decision before kube-proxy's DNAT.
-      `ip route add ${SERVICE_CIDR} dev lo`,
-      'echo ready $$',
-      'exec sleep infinity',
-    ].join('\n');
-    holder = spawn(
-      'unshare',
-      [
-        '--net',
-        '--mount',
-        '--propagation',
-        'private',
-        '--fork',
-        '--kill-child',
-        '--',
-        'sh',
-        '-c',
-        setup,
-      ],
-      { stdio: ['ignore', 'pipe', 'pipe'] },
-    );
-    let holderErr = '';
-    holder.stderr!.on('data', (d) => (holderErr += d));
-    holderPid = await new Promise<number>((resolve, reject) => {
-      createInterface({ input: holder!.stdout! }).on('line', (l) => {
-        const m = /^ready (\d+)$/.exec(l);
-        if (m) resolve(Number(m[1]));
-      });
-      holder!.once('exit', (code) =>
-        reject(new Error(`namespace setup failed (${code}): ${holderErr}`)),
-      );
-    });
+    ({ holder, pid: holderPid } = await startHolder({
+      cgroupMountpoint: p('cg'),
+      nodeIp: NODE_IP,
+      serviceCidr: SERVICE_CIDR,
+    }));
     netns = readlinkSync(`/proc/${holderPid}/ns/net`);
     lap('namespaces');
 
@@ -332,60 +230,39 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
     const version = pinnedVersions().kubernetes;
     // kube-apiserver reaches the kubelet at the node's InternalIP (by default it tries the
     // Hostname first: a DNS lookup that, in this namespace, has no route to go anywhere).
-    cp = new ControlPlane(cpBin, version, ['--kubelet-preferred-address-types=InternalIP']);
+    cp = new ControlPlane(cpBin, version, [
+      '--kubelet-preferred-address-types=InternalIP',
+      // Pods reach kube-apiserver as the `kubernetes` Service (10.0.0.1:443): it listens on
+      // the node address too and writes that address (not loopback, which Endpoints refuse)
+      // as the Service's endpoint. These override the control plane's loopback-only flags.
+      '--bind-address=0.0.0.0',
+      `--advertise-address=${NODE_IP}`,
+      '--endpoint-reconciler-type=lease',
+    ]);
     const cluster = await cp.start(log, {
       wrap: nsenter(),
-      // EndpointSlices for kube-proxy (nothing else reconciles yet).
       controllerManager: {
         controllers: [
+          // EndpointSlices for kube-proxy (and annex's peer discovery).
           'endpointslice-controller',
+          // A Deployment's ReplicaSets and their Pods; the owner references' cascade on delete.
+          'deployment-controller',
+          'replicaset-controller',
+          'garbage-collector-controller',
+          // A deleted Namespace's content, then the Namespace.
+          'namespace-controller',
+          // `default` in every namespace, and kube-root-ca.crt: with it the kubelet mounts
+          // a Pod's ServiceAccount token (TokenRequest, signed with the API server's key).
           'serviceaccount-controller',
+          'root-ca-certificate-publisher-controller',
           // Lifts the not-ready taint the kubelet registers with, once the node is Ready.
           'node-lifecycle-controller',
         ],
       },
       beforeReady: async (port) => {
-        const s = join(dir, `api-${port}.sock`);
-        // Inside: socket -> 127.0.0.1:port (a node process in the namespaces).
-        const fwd = spawn(
-          nsenter()[0]!,
-          [
-            ...nsenter().slice(1),
-            process.execPath,
-            '-e',
-            `const net = require('node:net');
-             net.createServer((c) => { const u = net.connect(${port}, '127.0.0.1');
-               c.pipe(u).pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()); })
-               .listen(${JSON.stringify(s)}, () => console.log('listening'));`,
-          ],
-          { stdio: ['ignore', 'pipe', 'inherit'] },
-        );
-        children.unshift(fwd); // stopped last among the children
-        await new Promise<void>((resolve, reject) => {
-          createInterface({ input: fwd.stdout! }).on('line', (l) => l === 'listening' && resolve());
-          fwd.once('exit', (c) => reject(new Error(`api forward exited (${c})`)));
-        });
-        // Outside: host 127.0.0.1:port -> socket, in a child process, so that the test's
-        // synchronous kubectl calls cannot starve it.
-        const host = spawn(
-          process.execPath,
-          [
-            '-e',
-            `const net = require('node:net');
-             net.createServer((c) => { const u = net.connect(${JSON.stringify(s)});
-               c.pipe(u).pipe(c); c.on('error', () => u.destroy()); u.on('error', () => c.destroy()); })
-               .listen(${port}, '127.0.0.1', () => console.log('listening'));`,
-          ],
-          { stdio: ['ignore', 'pipe', 'inherit'] },
-        );
-        hostForward = host;
-        await new Promise<void>((resolve, reject) => {
-          createInterface({ input: host.stdout! }).on(
-            'line',
-            (l) => l === 'listening' && resolve(),
-          );
-          host.once('exit', (c) => reject(new Error(`host forward exited (${c})`)));
-        });
+        const fwd = await forwardApiServer(nsenter(), join(dir, `api-${port}.sock`), port);
+        children.unshift(fwd.inside); // stopped last among the children
+        hostForward = fwd.host;
       },
     });
     lap('control plane');
@@ -419,58 +296,7 @@ export async function startNode(log: (l: string) => void = () => {}): Promise<No
     ]);
 
     // --- containerd ---
-    writeFileSync(
-      p('containerd.toml'),
-      `version = 3
-root = "${p('containerd', 'root')}"
-state = "${p('containerd', 'state')}"
-disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.erofs"]
-[grpc]
-  address = "${sock}"
-[plugins.'io.containerd.cri.v1.images']
-  snapshotter = "overlayfs"
-  [plugins.'io.containerd.cri.v1.images'.pinned_images]
-    sandbox = "${PAUSE_IMAGE}"
-[plugins.'io.containerd.cri.v1.runtime']
-  # Root here lacks CAP_SYS_RESOURCE: runc cannot lower oom_score_adj (the sandbox's -998
-  # fails with "nsexec: failed to update /proc/self/oom_score_adj: Permission denied");
-  # clamp to containerd's own score, as rootless setups do.
-  restrict_oom_score_adj = true
-  [plugins.'io.containerd.cri.v1.runtime'.containerd]
-    default_runtime_name = "runc"
-    [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc.options]
-        BinaryName = "/usr/sbin/runc"
-        Root = "${p('runc')}"
-        SystemdCgroup = false
-  [plugins.'io.containerd.cri.v1.runtime'.cni]
-    bin_dirs = ["${bin}"]
-    conf_dir = "${p('cni', 'net.d')}"
-`,
-    );
-    writeFileSync(
-      p('cni', 'net.d', '10-annex.conflist'),
-      JSON.stringify({
-        cniVersion: '1.0.0',
-        name: 'annex',
-        plugins: [
-          {
-            type: 'bridge',
-            bridge: 'cni0',
-            isGateway: true,
-            ipMasq: false,
-            hairpinMode: true,
-            ipam: {
-              type: 'host-local',
-              ranges: [[{ subnet: POD_CIDR }]],
-              dataDir: p('cni', 'ipam'),
-            },
-          },
-          { type: 'portmap', capabilities: { portMappings: true } },
-        ],
-      }),
-    );
+    writeContainerdConfig({ dir, sock, bin, pauseImage: PAUSE_IMAGE, podCidr: POD_CIDR });
     const containerd = daemon('containerd', join(bin, 'containerd'), [
       '--config',
       p('containerd.toml'),
@@ -492,6 +318,9 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         join(images, `${img}.tar`),
       ]);
     lap('containerd + images');
+    for (const archive of opts.images ?? [])
+      run(join(bin, 'ctr'), ['-a', sock, '-n', 'k8s.io', 'images', 'import', archive]);
+    if (opts.images?.length) lap('more images imported');
 
     // --- kubelet: its cgroup root must exist in every hierarchy; cpuset needs cpus/mems ---
     for (const h of cgroupHierarchies()) {
@@ -500,37 +329,13 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
         for (const f of ['cpuset.cpus', 'cpuset.mems'])
           writeFileSync(join(h, cgroupRoot, f), readFileSync(join(h, f)));
     }
-    writeFileSync(
-      p('kubelet.yaml'),
-      JSON.stringify({
-        apiVersion: 'kubelet.config.k8s.io/v1beta1',
-        kind: 'KubeletConfiguration',
-        failCgroupV1: false,
-        cgroupDriver: 'cgroupfs',
-        cgroupRoot,
-        containerRuntimeEndpoint: `unix://${sock}`,
-        address: NODE_IP,
-        port: 10250,
-        readOnlyPort: 0,
-        healthzBindAddress: '127.0.0.1',
-        // kube-apiserver calls the kubelet without a client certificate (no
-        // --kubelet-client-certificate in the test control plane): anonymous, allowed.
-        authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
-        authorization: { mode: 'AlwaysAllow' },
-        podLogsDir: p('pod-logs'),
-        resolvConf: '',
-        failSwapOn: false,
-        imageGCHighThresholdPercent: 100,
-        imageGCLowThresholdPercent: 99,
-        evictionHard: { 'memory.available': '1Mi' },
-        podCIDR: POD_CIDR,
-        registerNode: true,
-        syncFrequency: '5s',
-        fileCheckFrequency: '5s',
-        nodeStatusUpdateFrequency: '2s',
-        serializeImagePulls: false,
-      }),
-    );
+    writeKubeletConfig(p('kubelet.yaml'), {
+      dir,
+      sock,
+      cgroupRoot,
+      nodeIp: NODE_IP,
+      podCidr: POD_CIDR,
+    });
     const kubelet = daemon('kubelet', join(bin, 'kubelet'), [
       `--config=${p('kubelet.yaml')}`,
       `--kubeconfig=${nodeKubeconfig}`,
@@ -646,33 +451,4 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
     }
     throw e;
   }
-}
-
-async function waitFor(ok: () => boolean, ms: number, why: () => string): Promise<void> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (ok()) return;
-    await new Promise((r) => setTimeout(r, 500));
-  }
-  throw new Error(why());
-}
-
-function iptablesSave(): string {
-  const r = spawnSync('iptables-save', [], { encoding: 'utf8' });
-  // Counters and the header's timestamp change by themselves.
-  return (r.stdout ?? '')
-    .split('\n')
-    .filter((l) => !l.startsWith('#'))
-    .map((l) => l.replace(/\[\d+:\d+\]/g, ''))
-    .join('\n');
-}
-
-function hostLinkNames(): string {
-  const r = spawnSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' });
-  return (r.stdout ?? '')
-    .split('\n')
-    .map((l) => l.split(':')[1]?.trim())
-    .filter(Boolean)
-    .sort()
-    .join(',');
 }

@@ -52,7 +52,6 @@ if (why && required) throw new Error(`ANNEX_REQUIRE_NODE=1 but no node can run h
       kind: 'Pod',
       metadata: { name: 'hello', namespace: 'hello' },
       spec: {
-        automountServiceAccountToken: false, // no controller-manager publishes kube-root-ca.crt yet
         terminationGracePeriodSeconds: 5,
         containers: [
           {

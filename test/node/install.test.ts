@@ -1,0 +1,244 @@
+// annex's real image, installed as shipped, on the real node (issue 22 item 3, first step):
+// scripts/image.sh builds the image (podman, offline) and saves it as a docker-archive, the
+// node imports it into containerd, and `annex install --image` (docs/install.md, step 4)
+// applies the kustomize base with nothing changed but the image. From there everything is
+// real: the Deployment and ReplicaSet controllers, kube-scheduler, the kubelet with the
+// Pods' ServiceAccount tokens and their probes, kube-proxy for the Service the API server
+// calls (APIServices, webhooks). Opt-in: `npm run test:node`.
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { NODE_NAME, nodeUnavailable, startNode, type Node } from '../cluster/node.js';
+
+const ROOT = join(import.meta.dirname, '..', '..');
+const NS = 'annex-system'; // as shipped
+/** The tag scripts/image.sh gives the image (and the archive keeps). */
+const IMAGE = 'localhost/annex:test';
+
+function imageUnavailable(): string | undefined {
+  for (const t of ['podman', 'mmdebstrap'])
+    if (spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0)
+      return `needs ${t} to build the image (scripts/image.sh)`;
+  return undefined;
+}
+
+const why = nodeUnavailable() ?? imageUnavailable();
+const required = process.env.ANNEX_REQUIRE_NODE === '1';
+if (why && required) throw new Error(`ANNEX_REQUIRE_NODE=1 but annex cannot run here: ${why}`);
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+(why ? describe.skip : describe)(
+  `annex's image as the shipped Deployment on a real node${why ? ` (skipped: ${why})` : ''}`,
+  () => {
+    let node: Node;
+    const times: Record<string, number> = {};
+    const log = (l: string) => console.error(`install: ${l}`);
+    const kubectl = (args: string[]) =>
+      spawnSync(node.cluster.kubectl, ['--kubeconfig', node.cluster.adminKubeconfig, ...args], {
+        encoding: 'utf8',
+        timeout: 120_000,
+      });
+    const ok = (args: string[]) => {
+      const r = kubectl(args);
+      if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+      return r.stdout;
+    };
+    const json = (args: string[]) => JSON.parse(ok([...args, '-o', 'json']));
+    const annex = (args: string[]) =>
+      spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), ...args], {
+        encoding: 'utf8',
+        timeout: 300_000,
+        env: { ...process.env, KUBECONFIG: '' },
+      });
+    async function eventually(what: string, ms: number, check: () => boolean): Promise<void> {
+      const end = Date.now() + ms;
+      while (Date.now() < end) {
+        if (check()) return;
+        await sleep(1000);
+      }
+      throw new Error(`timed out after ${ms / 1000}s waiting for ${what}`);
+    }
+    /** Every object of every listable kind labelled as annex's, as kind/name lines. */
+    const annexLabelled = () => {
+      const kinds = ok(['api-resources', '--verbs=list', '-o', 'name']).trim().split('\n');
+      const r = kubectl(['get', kinds.join(','), '-A', '-l', 'app.kubernetes.io/name=annex']);
+      return r.stdout.trim().split('\n').filter(Boolean);
+    };
+    const timed = <T>(phase: string, f: () => T): T => {
+      const t0 = Date.now();
+      const r = f();
+      times[phase] = (Date.now() - t0) / 1000;
+      log(`${phase}: ${times[phase]}s`);
+      return r;
+    };
+
+    beforeAll(async () => {
+      // The image's inputs are the built tree (npm pack of dist/, the lockfile, the Dockerfile).
+      timed('npm run build', () => {
+        const b = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, encoding: 'utf8' });
+        if (b.status !== 0) throw new Error(`npm run build: ${b.stdout}${b.stderr}`);
+      });
+      const archive = timed('image (scripts/image.sh --archive --no-checks)', () => {
+        const r = spawnSync(
+          'bash',
+          [join(ROOT, 'scripts', 'image.sh'), '--archive', '--no-checks'],
+          {
+            cwd: ROOT,
+            encoding: 'utf8',
+          },
+        );
+        if (r.status !== 0) throw new Error(`scripts/image.sh: ${r.stdout}${r.stderr}`);
+        const lines = r.stdout.trim().split('\n');
+        log(lines.join(' | '));
+        return lines.pop()!;
+      });
+      expect(archive).toMatch(/\.tar$/);
+      const t0 = Date.now();
+      node = await startNode((l) => console.error(`node: ${l}`), { images: [archive] });
+      times['node started (with the import)'] = (Date.now() - t0) / 1000;
+    });
+    afterAll(async () => {
+      log(`phases: ${JSON.stringify({ ...times, ...(node ? { node: node.timings } : {}) })}`);
+      if (!node) return;
+      await node.stop();
+      expect(node.leftovers()).toEqual([]);
+    });
+
+    it('the image is in containerd, as the tag the install names', () => {
+      const r = node.crictl(['images', '-o', 'json']);
+      expect(r.code).toBe(0);
+      const tags = JSON.parse(r.stdout).images.flatMap((i: { repoTags: string[] }) => i.repoTags);
+      expect(tags).toContain(IMAGE);
+    });
+
+    it('`annex install --image` runs the shipped Deployment: 2 Pods Ready by their probes, APIServices Available, the names webhook refuses', async () => {
+      const t0 = Date.now();
+      const install = annex([
+        'install',
+        '--kubeconfig',
+        node.cluster.adminKubeconfig,
+        '--image',
+        IMAGE,
+        '--wait',
+        '120',
+      ]);
+      times['annex install (until registered)'] = (Date.now() - t0) / 1000;
+      log(`annex install: exit ${install.status} in ${times['annex install (until registered)']}s`);
+      if (install.status !== 0) {
+        for (const p of json(['-n', NS, 'get', 'pods']).items) {
+          log(`pod ${p.metadata.name}: ${JSON.stringify(p.status.containerStatuses)}`);
+          for (const prev of [[], ['--previous']])
+            log(
+              `logs ${prev.join('')}: ${kubectl(['-n', NS, 'logs', p.metadata.name, '--tail=40', ...prev]).stdout}`,
+            );
+        }
+      }
+      expect(install.stderr).toBe('');
+      expect(install.status).toBe(0);
+      expect(install.stdout).toContain('registered by annex:');
+
+      // The real controllers: Deployment -> ReplicaSet -> 2 Pods, on this node, Ready.
+      await eventually('2 available replicas', 120_000, () => {
+        const d = json(['-n', NS, 'get', 'deployment', 'annex']);
+        return d.status.availableReplicas === 2 && d.status.updatedReplicas === 2;
+      });
+      times['Deployment available (from install)'] = (Date.now() - t0) / 1000;
+      const rs = json(['-n', NS, 'get', 'replicasets']).items;
+      expect(rs).toHaveLength(1);
+      expect(rs[0].metadata.ownerReferences[0]).toMatchObject({
+        kind: 'Deployment',
+        name: 'annex',
+      });
+      const pods = json(['-n', NS, 'get', 'pods']).items;
+      expect(pods).toHaveLength(2);
+      for (const p of pods) {
+        expect(p.metadata.ownerReferences[0]).toMatchObject({
+          kind: 'ReplicaSet',
+          name: rs[0].metadata.name,
+        });
+        expect(p.spec.nodeName).toBe(NODE_NAME);
+        expect(p.spec.containers[0].image).toBe(IMAGE);
+        // The readiness probe (HTTPS /readyz) made them Ready; nothing was restarted.
+        expect(p.status.conditions).toContainEqual(
+          expect.objectContaining({ type: 'Ready', status: 'True' }),
+        );
+        expect(p.status.containerStatuses[0].restartCount).toBe(0);
+        // A real ServiceAccount token (kube-api-access-*, TokenRequest) is mounted.
+        expect(p.spec.volumes.map((v: { name: string }) => v.name)).toContainEqual(
+          expect.stringMatching(/^kube-api-access-/),
+        );
+      }
+      // The Service has both Pods as endpoints (kube-proxy routes the API server to them).
+      const slices = json([
+        '-n',
+        NS,
+        'get',
+        'endpointslices',
+        '-l',
+        'kubernetes.io/service-name=annex',
+      ]).items;
+      const ready = slices
+        .flatMap((s: { endpoints?: unknown[] }) => s.endpoints ?? [])
+        .filter((e: { conditions: { ready: boolean } }) => e.conditions.ready);
+      expect(ready).toHaveLength(2);
+
+      // The aggregator reaches annex through the Service: every annex APIService Available.
+      const apiservices = json(['get', 'apiservices', '-l', 'app.kubernetes.io/name=annex']).items;
+      expect(apiservices.length).toBeGreaterThanOrEqual(2);
+      await eventually('annex APIServices Available', 60_000, () =>
+        json(['get', 'apiservices', '-l', 'app.kubernetes.io/name=annex']).items.every(
+          (a: { status: { conditions?: { type: string; status: string }[] } }) =>
+            a.status.conditions?.some((c) => c.type === 'Available' && c.status === 'True'),
+        ),
+      );
+      times['APIServices Available (from install)'] = (Date.now() - t0) / 1000;
+      for (const a of apiservices) log(`apiservice ${a.metadata.name} Available`);
+      const nodes = JSON.parse(ok(['get', '--raw', '/apis/metrics.annex.dev/v1beta1/nodes']));
+      expect(nodes.kind).toBe('NodeMetricsList');
+
+      // The names webhook, called by the API server through the Service, refuses.
+      ok(['create', 'namespace', 'annex-it-user']);
+      let refusal = '';
+      await eventually('the names webhook to deny web.front', 30_000, () => {
+        const r = kubectl([
+          '-n',
+          'annex-it-user',
+          'create',
+          'deployment',
+          'web.front',
+          '--image=nginx:1.27',
+        ]);
+        refusal = r.stderr;
+        return r.stderr.includes('admission webhook "names.annex.dev" denied the request');
+      });
+      expect(refusal).toContain('must not contain dots');
+      log(`refused: ${refusal.split('\n').find((l) => l.includes('names.annex.dev'))}`);
+    });
+
+    it('`annex uninstall` leaves nothing: the Pods stop, the namespace goes', async () => {
+      const t0 = Date.now();
+      const un = annex(['uninstall', '--kubeconfig', node.cluster.adminKubeconfig, '--wait', '60']);
+      log(`annex uninstall: exit ${un.status} in ${(Date.now() - t0) / 1000}s`);
+      expect(un.status).toBe(0);
+      expect(un.stdout).toContain(`deleted namespace/${NS}`);
+      // The garbage collector and the namespace controller finish what uninstall started.
+      await eventually(
+        `namespace ${NS} to go`,
+        120_000,
+        () => kubectl(['get', 'ns', NS]).status !== 0,
+      );
+      times['uninstall (until the namespace is gone)'] = (Date.now() - t0) / 1000;
+      expect(annexLabelled()).toEqual([]);
+      expect(ok(['get', 'apiservices', '-o', 'name'])).not.toMatch(/annex/);
+      expect(
+        ok(['get', 'validatingwebhookconfigurations,mutatingwebhookconfigurations', '-o', 'name']),
+      ).toBe('');
+      // No container left on the node (the sandboxes of the two Pods included).
+      await eventually('no annex container on the node', 60_000, () => {
+        const r = node.crictl(['pods', '--namespace', NS, '-q']);
+        return r.code === 0 && r.stdout.trim() === '';
+      });
+    });
+  },
+);
