@@ -2,6 +2,7 @@
 // the workload kinds PodSecurity's DefaultPodSpecExtractor knows. Other objects, and a
 // workload without a template, have none (PodSecurity skips them).
 import type { PodMeta, PodSpec } from './types.js';
+import { asCreated } from './as-created.js';
 
 export interface PodOf {
   meta: PodMeta;
@@ -34,5 +35,7 @@ export function podOf(obj: unknown): PodOf | undefined {
   if (!isRecord(at)) return undefined;
   const meta = isRecord(at.metadata) ? (at.metadata as PodMeta) : {};
   const spec = isRecord(at.spec) ? (at.spec as PodSpec) : {};
-  return { meta, spec, field: [...path, 'spec'].join('.') };
+  // A Pod arrives as created; a template is what every Pod made from it will be created from.
+  const pod = path.length > 0 ? asCreated(meta, spec) : spec;
+  return { meta, spec: pod, field: [...path, 'spec'].join('.') };
 }
