@@ -2,7 +2,8 @@
 // AdmissionPolicies that all match a 10 KB Deployment, beside a bare reference measured
 // in the same run — JSON.parse + JSON.stringify of the same AdmissionReview, what any
 // webhook does per request (bench/webhook/servers/bare.mjs). Read the ratios: this machine is
-// noisy. In-process, single thread. Usage: npm run build && node bench/policy.bench.mjs
+// noisy. Then 10 CEL rules and the two Pod Security levels on the same review. In-process,
+// single thread. Usage: npm run build && node bench/policy.bench.mjs
 import { compilePolicy } from '../dist/policy/compile.js';
 import { evaluate } from '../dist/policy/evaluate.js';
 import { deploymentReview, numberedUid } from './reviews.mjs';
@@ -102,6 +103,49 @@ const rows = COUNTS.map((count) => {
   return { count, us };
 });
 
+// Kubernetes' own policy languages on the same review: one policy of 10 CEL rules (allows),
+// and the Pod Security Standards on the template (baseline allows, restricted denies: the
+// bench Deployment sets no securityContext, so its cost includes building the message).
+const c = 'object.spec.template.spec.containers';
+const CEL = [
+  'object.spec.replicas <= 10',
+  `${c}.all(x, x.image.contains(':'))`,
+  "'app' in object.metadata.labels",
+  'object.metadata.name.size() < 64',
+  '!has(object.spec.template.spec.hostNetwork) || !object.spec.template.spec.hostNetwork',
+  `${c}.all(x, !x.image.endsWith(':latest'))`,
+  `${c}.size() <= 5`,
+  "object.metadata.name.matches('^[a-z0-9-]+$')",
+  `${c}.exists(x, x.name == 'web')`,
+  `${c}.map(x, x.name).size() == ${c}.size()`,
+];
+const single = (name, validate) =>
+  compilePolicy({
+    apiVersion: 'policy.annex.dev/v1alpha1',
+    kind: 'AdmissionPolicy',
+    metadata: { name },
+    spec: { match: { kinds: ['apps/Deployment'] }, validate },
+  });
+const languages = [
+  [
+    '10 CEL rules (one policy)',
+    single(
+      'cel',
+      CEL.map((expression, k) => ({ name: `r${k}`, expression })),
+    ),
+  ],
+  ['Pod Security baseline', single('pss-b', [{ name: 'pss', podSecurity: { level: 'baseline' } }])],
+  [
+    'Pod Security restricted (denies)',
+    single('pss-r', [{ name: 'pss', podSecurity: { level: 'restricted' } }]),
+  ],
+].map(([label, p]) => ({
+  label,
+  us: perCall((i) => {
+    sink += evaluate([p], requests[i % requests.length]).decisions.length;
+  }),
+}));
+
 const f = (x) => x.toFixed(1);
 console.log(
   `policy evaluation: ${(texts[0].length / 1024).toFixed(1)} KB Deployment review, every policy matching, ${SECONDS}s per cell, CPU per request`,
@@ -111,4 +155,6 @@ console.log('policies | evaluate CPU/req | ratio to bare | per policy');
 for (const { count, us } of rows) {
   console.log(`${count} | ${f(us)} µs | ${f(us / bare)}x | ${f(us / count)} µs`);
 }
+console.log('rules | evaluate CPU/req | ratio to bare');
+for (const { label, us } of languages) console.log(`${label} | ${f(us)} µs | ${f(us / bare)}x`);
 if (sink < 0) console.log(sink);
