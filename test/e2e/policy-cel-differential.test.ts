@@ -40,6 +40,7 @@ import {
   kubectl,
   kubectlOk,
 } from '../cluster/harness.js';
+import { pool } from '../cluster/pool.js';
 
 const POLICIES = join(import.meta.dirname, '..', '..', 'policies');
 const demo = (f: string) => parse(readFileSync(join(POLICIES, f), 'utf8')) as Record<string, any>;
@@ -266,16 +267,6 @@ function vapWarnings(header: string | string[] | undefined): string[] {
     .map((m) => m[1]!.replace(/\\(.)/g, '$1'))
     .filter((w) => w.startsWith('Validation failed for ValidatingAdmissionPolicy '))
     .map((w) => w.replace(/^.*? with binding '[^']*': /, ''));
-}
-
-/** A pool of ≤ 8 workers over `items`. */
-async function pool<T>(items: readonly T[], fn: (t: T) => Promise<void>): Promise<void> {
-  const queue = [...items];
-  await Promise.all(
-    Array.from({ length: 8 }, async () => {
-      for (let t = queue.shift(); t !== undefined; t = queue.shift()) await fn(t);
-    }),
-  );
 }
 
 interface Case {

@@ -20,30 +20,16 @@ import {
   kubectlOk,
 } from '../cluster/harness.js';
 import { pssEphemeralContainers, pssPods } from '../fixtures/pss-corpus.js';
+import { pool } from '../cluster/pool.js';
 
 const PODS = Number(process.env.ANNEX_PSS_PODS ?? 2000);
 const EPHEMERAL = Number(process.env.ANNEX_PSS_EPHEMERAL ?? 300);
-const CONCURRENCY = 8;
 // latest; v1.34 (before the user-namespace relaxations and the v1.37 sysctls); v1.30 (before
 // container_engine_t, the v1.32 sysctls and host probes); v1.24 (before the Windows
 // exemptions); v1.18 (seccomp by annotation, no capabilities or runAsUser restricted checks).
 const VERSIONS = ['latest', 'v1.34', 'v1.30', 'v1.24', 'v1.18'];
 const LEVELS: Level[] = ['baseline', 'restricted'];
 const report = (line: string) => console.error(`pss-differential: ${line}`);
-
-/** Run `fn` over `items` with at most CONCURRENCY requests in flight. */
-async function pool<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const k = next++;
-      out[k] = await fn(items[k]!);
-    }
-  };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return out;
-}
 
 describeCluster('Pod Security Standards: annex in-process against PodSecurity admission', () => {
   let open = '';

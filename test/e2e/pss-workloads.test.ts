@@ -19,24 +19,11 @@ import {
 import { apiRequest, createNamespace, describeCluster, kubectl } from '../cluster/harness.js';
 import { eventually } from '../cluster/kubelet.js';
 import { pssPods } from '../fixtures/pss-corpus.js';
+import { pool } from '../cluster/pool.js';
 
 const COUNT = Number(process.env.ANNEX_PSS_WORKLOADS ?? 400);
-const CONCURRENCY = 8;
 const repo = join(import.meta.dirname, '..', '..');
 const TEXT = 'violates PodSecurity "';
-
-async function pool<T, R>(items: readonly T[], fn: (item: T) => Promise<R>): Promise<R[]> {
-  const out: R[] = new Array(items.length);
-  let next = 0;
-  const worker = async () => {
-    while (next < items.length) {
-      const k = next++;
-      out[k] = await fn(items[k]!);
-    }
-  };
-  await Promise.all(Array.from({ length: CONCURRENCY }, worker));
-  return out;
-}
 
 const deployment = (pod: any) => {
   const labels = { app: 'pss' };
