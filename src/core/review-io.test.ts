@@ -61,9 +61,9 @@ describe('within: the budget a review handler runs in', () => {
 
 describe('budgetMs', () => {
   it('reads ?timeout= as the API server writes it, less a margin', () => {
-    expect(budgetMs('10s')).toBe(9000);
+    expect(budgetMs('10s')).toBe(8000);
     expect(budgetMs('1s')).toBe(750);
-    expect(budgetMs(undefined, 5000)).toBe(4500);
+    expect(budgetMs(undefined, 5000)).toBe(4000);
     expect(budgetMs('0s')).toBe(50);
   });
 });
