@@ -49,8 +49,10 @@ export function register(program: Command): void {
         const config = loadConfig({ file: o.config, overrides });
         config.features.push(...(o.load ?? []));
         const log = createLogger(config.log.level);
-        const annex = await startAnnex(config, log);
-        // The first signal drains (see Annex.shutdown); a second one exits at once.
+        // Handlers first: until a process listens for SIGINT the kernel's default ends it, so a
+        // Ctrl-C that lands just after "annex is serving" would kill it without a drain.
+        // A signal during start-up drains once start-up is done.
+        const started = startAnnex(config, log);
         let stopping = false;
         const stop = (signal: NodeJS.Signals) => {
           if (stopping) {
@@ -59,19 +61,22 @@ export function register(program: Command): void {
           }
           stopping = true;
           log.info({ signal }, 'received signal');
-          annex.shutdown().then(
-            () => {
-              log.info('shut down');
-              process.exit(0);
-            },
-            (e: Error) => {
-              log.error({ error: e.message }, 'shutdown failed');
-              process.exit(1);
-            },
-          );
+          started
+            .then((annex) => annex.shutdown())
+            .then(
+              () => {
+                log.info('shut down');
+                process.exit(0);
+              },
+              (e: Error) => {
+                log.error({ error: e.message }, 'shutdown failed');
+                process.exit(1);
+              },
+            );
         };
         process.on('SIGINT', stop);
         process.on('SIGTERM', stop);
+        await started;
       },
     );
 }
