@@ -17,8 +17,11 @@ export interface ResourceInit {
   description: string;
   /** The top-level fields besides apiVersion, kind and metadata. */
   fields: Record<string, JsonSchema>;
-  /** Table columns after Name: header → JSONPath; type and description come from the field. */
-  columns?: Record<string, string>;
+  /**
+   * Table columns after Name: header → JSONPath, or `{ jsonPath, priority: 1 }` for a column
+   * only `-o wide` shows; type and description come from the field.
+   */
+  columns?: Record<string, string | { jsonPath: string; priority: number }>;
   selectableFields?: Record<string, string>;
   provider: Provider;
 }
@@ -27,7 +30,9 @@ const CELL_TYPES = new Set(['string', 'integer', 'number', 'boolean']);
 
 export function resource(init: ResourceInit): ResourceDecl {
   const lower = init.kind.toLowerCase();
-  const columns = Object.entries(init.columns ?? {}).map(([name, jsonPath]): TableColumn => {
+  const columns = Object.entries(init.columns ?? {}).map(([name, column]): TableColumn => {
+    const { jsonPath, priority } =
+      typeof column === 'string' ? { jsonPath: column, priority: 0 } : column;
     const field = init.fields[/^\$\.([^.[]+)$/.exec(jsonPath)?.[1] ?? ''] ?? {};
     // A date-time string is shown as an age ("5m"), as CRD printer columns of type date.
     const type =
@@ -37,7 +42,7 @@ export function resource(init: ResourceInit): ResourceDecl {
           ? (field.type as TableColumn['type'])
           : 'string';
     const description = typeof field.description === 'string' ? field.description : name;
-    return { name, type, description, jsonPath, priority: 0 };
+    return { name, type, description, jsonPath, priority };
   });
   return {
     kind: init.kind,

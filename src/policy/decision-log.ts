@@ -146,6 +146,8 @@ export function admissionEventsGroup(provider: Provider): GroupVersionDecl {
       Kind: '$.object.kind',
       Object: '$.object.name',
       User: '$.user',
+      // `kubectl apply --dry-run=server` is decided like any request: say so, in -o wide.
+      'Dry Run': { jsonPath: '$.dryRun', priority: 1 },
     },
     selectableFields: { policy: '$.policy', decision: '$.decision', rule: '$.rule' },
     provider,

@@ -262,20 +262,35 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
     expect(r.stderr).toBe(
       'Warning: app-name-label: metadata.labels[app.kubernetes.io/name]: Required value\n',
     );
-    const table = await eventually(async () => {
-      const t = await kubectlOk([
+    const decided = (...more: string[]) =>
+      kubectlOk([
         'get',
         'admissionevents',
         '-n',
         ns,
         '--field-selector',
         'policy=host-network',
+        ...more,
       ]);
+    const table = await eventually(async () => {
+      const t = await decided();
       return t.includes('net') ? t : undefined;
     }, 10_000);
     const [head, row] = table.trim().split('\n');
     expect(head).toMatch(/^NAME\s+TIME\s+DECISION\s+POLICY\s+RULE\s+KIND\s+OBJECT\s+USER$/);
     expect(row).toMatch(/Audit\s+host-network\s+no-host-network\s+Deployment\s+net\s+annex-admin$/);
+    // A server-side dry run is decided (and recorded) like any request; -o wide tells them apart.
+    await kubectlOk(['create', '--dry-run=server', '-f', '-'], {
+      input: JSON.stringify(deployment('net-dry', { hostNetwork: true })),
+    });
+    const wide = await eventually(async () => {
+      const t = await decided('-o', 'wide');
+      return t.includes('net-dry') ? t : undefined;
+    }, 10_000);
+    const [wideHead, ...wideRows] = wide.trim().split('\n');
+    expect(wideHead).toMatch(/\sUSER\s+DRY RUN$/);
+    expect(wideRows.find((r) => /\snet\s/.test(r))).toMatch(/\sfalse$/);
+    expect(wideRows.find((r) => /\snet-dry\s/.test(r))).toMatch(/\strue$/);
     const events = await eventually(async () => {
       const t = await kubectlOk(['events', '-n', ns, '--for', 'deployment/net']);
       return t.includes('host-network') ? t : undefined;
