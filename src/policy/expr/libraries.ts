@@ -18,6 +18,7 @@ import { cidr } from './cidr.js';
 import { ip } from './ip.js';
 import { quantity } from './quantity.js';
 import { semver } from './semver.js';
+import { url } from './url.js';
 
 const DYN = CelScalar.DYN;
 const LIST = listType(DYN);
@@ -111,7 +112,7 @@ const sets: CelFunc[] = [
 ];
 
 /** What annex implements, by library name (docs/policies.md lists the same). */
-export const LIBRARIES = { strings, lists, regex, sets, quantity, ip, cidr, semver } as const;
+export const LIBRARIES = { strings, lists, regex, sets, quantity, ip, cidr, semver, url } as const;
 
 export const FUNCS: CelFunc[] = Object.values(LIBRARIES).flat();
 
@@ -139,4 +140,6 @@ export const GLOBAL_ONLY = new Set([
   'isCIDR',
   'semver',
   'isSemver',
+  'url',
+  'isURL',
 ]);
