@@ -116,6 +116,9 @@ describe('ip and cidr in CEL', () => {
     ["string(cidr('10.0.0.1/8').ip())", '10.0.0.1'],
     ["cidr('2001:db8::/32').prefixLength()", 32n],
     ["['10.0.0.1'].all(ip, ip(ip).family() == 4)", true],
+    // A namespace's name as a variable: its methods are methods.
+    ["[ip('10.0.0.1')].all(ip, ip.family() == 4)", true],
+    ['[[1]].all(lists, lists.size() == 1)', true],
   ])('%s → %s', (text, want) => {
     expect(run(text)).toBe(want);
   });

@@ -116,11 +116,15 @@ export const LIBRARIES = { strings, lists, regex, sets, quantity, ip, cidr, semv
 
 export const FUNCS: CelFunc[] = Object.values(LIBRARIES).flat();
 
-/** Prefixes of namespaced functions (`sets.contains(…)`) in v1.37's libraries. */
+/**
+ * Prefixes of namespaced functions (`sets.contains(…)`) in v1.37's libraries, and of the
+ * cel-go extensions v1.37's VAP does not enable (math, base64), to name them when refused.
+ */
 export const NAMESPACES = new Set([
   'sets',
   'strings',
   'format',
+  'lists',
   'math',
   'base64',
   'optional',
