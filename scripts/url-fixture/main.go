@@ -69,6 +69,10 @@ var edges = []string{
 	"http://[::1]/%2F?a=%2F", "http://h/a+b", "http://h/?a+b=c+d", "http://h/?a=1;b=2", "http://%41/", "http://h:%38%30/",
 	"http://[::1]:%38%30/", "http://[::1%25lo]", "http://[fe80::1%25%zz]", "http://[fe80::1%25%2f]", "http://[fe80::1%2541]",
 	"http://[]", "http://[:::]", "http://[::1%25]x", "ftp://[2001:db8::1]:21/pub", "http://1.2.3.4:80", "http://999.1.1.1",
+	// Quoting in errors: non-printable and invalid UTF-8 in IPv6 literals, ports and escapes.
+	"http://[\u00a0]", "http://[%ff]", "http://[::%ff]", "http://[::1%25%c3%a9]", "http://[::\u00a0:1]", "http://[::1]:\u00a0",
+	"http://h:\u200b/", "http://h\u00a0/", "http://h/%\u00e9", "http://h/%a\u00e9", "http://h/%\u00a0", "http://[\U0001f600]",
+	"http://h/\u2028", "http://u\u00e9@h/",
 }
 
 var (

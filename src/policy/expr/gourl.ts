@@ -7,7 +7,7 @@
 // GODEBUG defaults are go1.26's (Kubernetes' go.mod: `godebug default=go1.26`):
 // urlstrictcolons on, at most 10,000 query parameters.
 import { goQuote, goString } from '../../admission/names/index.js';
-import { parseAddr } from './netip.js';
+import { parseAddrBytes } from './netip.js';
 
 /** A JavaScript string as its UTF-8 bytes, one char per byte. */
 export function toBytes(s: string): string {
@@ -231,7 +231,7 @@ function parseHost(scheme: string, host: string): string {
         : unescape(hostname, 'host');
     let v4: boolean;
     try {
-      v4 = parseAddr(fromBytes(unescaped)).v4;
+      v4 = parseAddrBytes(unescaped, quote).v4;
     } catch (e) {
       throw new GoError(`invalid host: ${(e as Error).message}`);
     }

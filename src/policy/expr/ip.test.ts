@@ -130,6 +130,10 @@ describe('ip and cidr in CEL', () => {
     expect(run("cidr('1.2.3.4')")).toBe(
       `network address parse error during conversion from string: network address parse error during conversion from string: netip.ParsePrefix("1.2.3.4"): no '/'`,
     );
+    // Go's %q: a character unicode.IsPrint refuses is escaped.
+    expect(run("ip('1.2.3.4\\u00a0')")).toBe(
+      'IP Address "1.2.3.4\\u00a0" parse error during conversion from string: ParseAddr("1.2.3.4\\u00a0"): unexpected character (at "\\u00a0")',
+    );
     // The differential test found it: an invalid IP string is "no such overload" here.
     expect(run("cidr('10.0.0.0/8').containsIP('x')")).toBe('no such overload');
     expect(run("cidr('10.0.0.0/8').containsCIDR('x')")).toMatch(
