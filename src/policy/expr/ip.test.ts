@@ -116,6 +116,9 @@ describe('ip and cidr in CEL', () => {
     ["string(cidr('10.0.0.1/8').ip())", '10.0.0.1'],
     ["cidr('2001:db8::/32').prefixLength()", 32n],
     ["['10.0.0.1'].all(ip, ip(ip).family() == 4)", true],
+    // A namespace's name as a variable: its methods are methods.
+    ["[ip('10.0.0.1')].all(ip, ip.family() == 4)", true],
+    ['[[1]].all(lists, lists.size() == 1)', true],
   ])('%s → %s', (text, want) => {
     expect(run(text)).toBe(want);
   });
@@ -126,6 +129,10 @@ describe('ip and cidr in CEL', () => {
     );
     expect(run("cidr('1.2.3.4')")).toBe(
       `network address parse error during conversion from string: network address parse error during conversion from string: netip.ParsePrefix("1.2.3.4"): no '/'`,
+    );
+    // Go's %q: a character unicode.IsPrint refuses is escaped.
+    expect(run("ip('1.2.3.4\\u00a0')")).toBe(
+      'IP Address "1.2.3.4\\u00a0" parse error during conversion from string: ParseAddr("1.2.3.4\\u00a0"): unexpected character (at "\\u00a0")',
     );
     // The differential test found it: an invalid IP string is "no such overload" here.
     expect(run("cidr('10.0.0.0/8').containsIP('x')")).toBe('no such overload');

@@ -18,6 +18,7 @@ import { cidr } from './cidr.js';
 import { ip } from './ip.js';
 import { quantity } from './quantity.js';
 import { semver } from './semver.js';
+import { url } from './url.js';
 
 const DYN = CelScalar.DYN;
 const LIST = listType(DYN);
@@ -111,15 +112,19 @@ const sets: CelFunc[] = [
 ];
 
 /** What annex implements, by library name (docs/policies.md lists the same). */
-export const LIBRARIES = { strings, lists, regex, sets, quantity, ip, cidr, semver } as const;
+export const LIBRARIES = { strings, lists, regex, sets, quantity, ip, cidr, semver, url } as const;
 
 export const FUNCS: CelFunc[] = Object.values(LIBRARIES).flat();
 
-/** Prefixes of namespaced functions (`sets.contains(…)`) in v1.37's libraries. */
+/**
+ * Prefixes of namespaced functions (`sets.contains(…)`) in v1.37's libraries, and of the
+ * cel-go extensions v1.37's VAP does not enable (math, base64), to name them when refused.
+ */
 export const NAMESPACES = new Set([
   'sets',
   'strings',
   'format',
+  'lists',
   'math',
   'base64',
   'optional',
@@ -139,4 +144,6 @@ export const GLOBAL_ONLY = new Set([
   'isCIDR',
   'semver',
   'isSemver',
+  'url',
+  'isURL',
 ]);

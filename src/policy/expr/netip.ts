@@ -1,6 +1,8 @@
 // A port of Go's net/netip parsing (ParseAddr, ParsePrefix: strict dotted quads, no
 // leading zeros, RFC 4291 IPv6 with an embedded IPv4 tail), its error messages, its String
 // forms (RFC 5952) and the Addr/Prefix predicates the ip and cidr libraries call.
+import { goQuote } from '../../admission/names/index.js';
+
 export interface Addr {
   v4: boolean;
   /** The address as an unsigned 32- or 128-bit number. */
@@ -13,25 +15,32 @@ export interface Prefix {
   bits: number;
 }
 
-/** strconv.Quote for the ASCII annex meets; other characters are escaped as Go escapes them. */
-export function goQuote(s: string): string {
-  let out = '"';
-  for (const ch of s) {
-    const c = ch.codePointAt(0)!;
-    if (ch === '"' || ch === '\\') out += `\\${ch}`;
-    else if (c >= 0x20 && c < 0x7f) out += ch;
-    else if (ch === '\n') out += '\\n';
-    else if (ch === '\t') out += '\\t';
-    else if (ch === '\r') out += '\\r';
-    else if (c < 0x20 || c === 0x7f) out += `\\x${c.toString(16).padStart(2, '0')}`;
-    else out += ch;
-  }
-  return `${out}"`;
-}
+/** Go's %q (strconv.Quote), for the libraries' messages. */
+export { goQuote };
+
+const parseAddrText = (q: (s: string) => string, input: string, why: string, at: string) =>
+  `ParseAddr(${q(input)}): ${why}${at ? ` (at ${q(at)})` : ''}`;
 
 class ParseAddrError extends Error {
-  constructor(input: string, msg: string, at = '') {
-    super(`ParseAddr(${goQuote(input)}): ${msg}${at ? ` (at ${goQuote(at)})` : ''}`);
+  constructor(
+    readonly input: string,
+    readonly why: string,
+    readonly at = '',
+  ) {
+    super(parseAddrText(goQuote, input, why, at));
+  }
+}
+
+/**
+ * ParseAddr over bytes (one char per byte, as net/url hands it an unescaped host), its
+ * message quoting them with `quote` (invalid UTF-8 as `\xff`, as Go does).
+ */
+export function parseAddrBytes(b: string, quote: (s: string) => string): Addr {
+  try {
+    return parseAddr(b);
+  } catch (e) {
+    if (e instanceof ParseAddrError) throw new Error(parseAddrText(quote, e.input, e.why, e.at));
+    throw e;
   }
 }
 

@@ -44,8 +44,10 @@ function callName(call: Node): string {
   const ns = identName(call.target);
   const fn = String(call.function);
   if (ns === undefined || !NAMESPACES.has(ns)) return fn;
-  // `ip` is a namespace (ip.isCanonical) and a common variable name (`ips.all(ip, ip.family() == 4)`).
-  return ns === 'ip' && !env.funcs.find(`ip.${fn}`) ? fn : `${ns}.${fn}`;
+  // A namespace is also a possible variable name (`ips.all(ip, ip.family() == 4)`): as the
+  // planner does, a namespaced function first, else a method of that name, else the
+  // namespaced name is what is missing (`lists.range()`).
+  return env.funcs.find(`${ns}.${fn}`) || !env.funcs.find(fn) ? `${ns}.${fn}` : fn;
 }
 
 /**
