@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../log.js';
+import { StatusError } from '../core/status.js';
 import type { Logger } from '../log.js';
 import { MAX_REVIEW_BYTES } from './server.js';
 import { allow, denyInvalid } from './verdict.js';
@@ -317,6 +318,20 @@ describe('admission webhook server: the declaration decides', () => {
         throw new TypeError('value "SECRET" is not a string');
       },
     });
+  // Refuses by throwing a StatusError: synchronously under Ignore, as a rejection under Fail.
+  const refuser = (failurePolicy: 'Fail' | 'Ignore') =>
+    validatingWebhook({
+      name: `refuses-${failurePolicy.toLowerCase()}.test.annex.dev`,
+      rules,
+      failurePolicy,
+      admit: () => {
+        const err = new StatusError(409, 'Conflict', 'quota "q" is held by another deployment', {
+          causes: [{ reason: 'FieldValueInvalid', field: 'spec.quota', message: 'held' }],
+        });
+        if (failurePolicy === 'Ignore') throw err;
+        return Promise.reject(err);
+      },
+    });
   let srv: Server;
   let url = '';
   const lines: string[] = [];
@@ -328,7 +343,10 @@ describe('admission webhook server: the declaration decides', () => {
       },
     });
     srv = createServer(
-      webhookApp([thrower('Fail'), thrower('Ignore')], createLogger('info', sink)).callback(),
+      webhookApp(
+        [thrower('Fail'), thrower('Ignore'), refuser('Fail'), refuser('Ignore')],
+        createLogger('info', sink),
+      ).callback(),
     );
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
@@ -367,6 +385,35 @@ describe('admission webhook server: the declaration decides', () => {
       warnings: [
         'annex webhook "throws-ignore.test.annex.dev" failed: TypeError; allowed (failurePolicy Ignore)',
       ],
+    });
+  });
+
+  it('a handler that throws a StatusError denies with that Status, even under failurePolicy Ignore', async () => {
+    const r = await send('/validate/refuses-ignore');
+    expect(r.status).toBe(200);
+    expect(r.json.response).toEqual({
+      uid: 'c0ffee',
+      allowed: false,
+      status: {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        code: 409,
+        reason: 'Conflict',
+        message: 'quota "q" is held by another deployment',
+        details: {
+          causes: [{ reason: 'FieldValueInvalid', field: 'spec.quota', message: 'held' }],
+        },
+      },
+    });
+  });
+
+  it('so does a rejected promise with a StatusError, under failurePolicy Fail', async () => {
+    const r = await send('/validate/refuses-fail');
+    expect(r.json.response).toMatchObject({
+      allowed: false,
+      status: { code: 409, reason: 'Conflict', message: 'quota "q" is held by another deployment' },
     });
   });
 
