@@ -131,9 +131,10 @@ const described = (w: Webhook, feature: string) =>
 
 /**
  * Refuses, with one line naming both sides, declarations that would collide: at a URL path
- * (a webhook is served at /validate/<its name>, so only a name declared twice shares one; a
- * conversion at /convert/<name>), in a registration object (a webhook configuration, a CRD's conversion, an
- * API group) where the second would silently replace the first, or in a feature name.
+ * (a webhook is served at /validate/<its whole name>, so only a name declared twice shares
+ * one; a conversion at /convert/<name>), in a registration object (a webhook configuration,
+ * a CRD's conversion, an API group) where the second would silently replace the first, or
+ * in a feature name.
  */
 export function validateFeatures(features: readonly Feature[]): void {
   const webhooks = new Map<string, { w: Webhook; feature: string }>();
