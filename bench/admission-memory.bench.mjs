@@ -41,7 +41,7 @@ function post(agent, ca, port, body) {
       {
         host: '127.0.0.1',
         port,
-        path: '/validate/names',
+        path: '/validate/names.annex.dev',
         method: 'POST',
         agent,
         ca,

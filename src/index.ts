@@ -81,7 +81,9 @@ export { WatchHistory } from './apiserver/watch-history.js';
 export {
   StatusError,
   badRequest,
+  expired,
   forbidden,
+  gone,
   internalError,
   invalid,
   notFound,

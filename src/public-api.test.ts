@@ -17,6 +17,9 @@ describe('the public API', () => {
       'ObjectStore',
       'mirror',
       'StatusError',
+      // What Provider.subscribe is documented to throw for a version too old to replay.
+      'expired',
+      'gone',
     ]) {
       expect(typeof (annex as Record<string, unknown>)[n], n).toBe('function');
     }

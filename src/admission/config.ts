@@ -6,13 +6,13 @@ import { declareConfig, filledIn } from '../core/config.js';
 
 /** Workload and referenced names checked with Kubernetes' own rules and messages. */
 export interface NamesConfig {
-  /** Validating webhook /validate/names. */
+  /** Validating webhook /validate/names.annex.dev. */
   enabled: boolean;
 }
 
 /** Defaults added where absent (requests, managed-by, pod-template defaults). */
 export interface DefaultsConfig {
-  /** Mutating webhook /mutate/defaults. */
+  /** Mutating webhook /mutate/defaults.annex.dev. */
   enabled: boolean;
   /** app.kubernetes.io/managed-by added where absent; empty turns it off. */
   managedBy: string;

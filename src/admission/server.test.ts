@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../log.js';
+import { StatusError } from '../core/status.js';
 import type { Logger } from '../log.js';
 import { MAX_REVIEW_BYTES } from './server.js';
 import { allow, denyInvalid } from './verdict.js';
@@ -120,7 +121,7 @@ describe('admission webhook server: the review log line', () => {
     const { lines, sink } = capture();
     const srv = createServer(webhookApp([namer], createLogger('info', sink)).callback());
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
-    const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/validate/names`;
+    const url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}/validate/names.test.annex.dev`;
     const body = review('admission.k8s.io/v1', {
       metadata: { name: 'a.b', annotations: { secret: 'hunter2' } },
     });
@@ -151,7 +152,7 @@ describe('admission webhook server: the review log line', () => {
 describe('admission webhook server', () => {
   it('answers a v1 review with the same uid and a base64 JSON Patch with escaped keys', async () => {
     const r = await post(
-      '/mutate/labels',
+      '/mutate/labels.test.annex.dev',
       review('admission.k8s.io/v1', { metadata: { name: 'web' } }),
     );
     expect(r.status).toBe(200);
@@ -165,7 +166,7 @@ describe('admission webhook server', () => {
 
   it('escapes "/" and "~" when adding to an existing map', async () => {
     const r = await post(
-      '/mutate/labels',
+      '/mutate/labels.test.annex.dev',
       review('admission.k8s.io/v1', { metadata: { name: 'web', labels: {} } }),
     );
     const ops = JSON.parse(Buffer.from(r.json.response.patch, 'base64').toString());
@@ -179,7 +180,7 @@ describe('admission webhook server', () => {
 
   it('answers v1beta1 in v1beta1', async () => {
     const r = await post(
-      '/validate/names',
+      '/validate/names.test.annex.dev',
       review('admission.k8s.io/v1beta1', { metadata: { name: 'web' } }),
     );
     expect(r.json.apiVersion).toBe('admission.k8s.io/v1beta1');
@@ -188,7 +189,7 @@ describe('admission webhook server', () => {
 
   it('denies with a 422 Invalid status that kubectl renders like built-in validation', async () => {
     const r = await post(
-      '/validate/names',
+      '/validate/names.test.annex.dev',
       review('admission.k8s.io/v1', { metadata: { name: 'a.b' } }),
     );
     expect(r.json.response.allowed).toBe(false);
@@ -233,7 +234,7 @@ describe('admission webhook server', () => {
       /uid is missing/,
     ],
   ])('refuses %s with a 400 Status', async (_what, body, message) => {
-    const r = await post('/validate/names', body);
+    const r = await post('/validate/names.test.annex.dev', body);
     expect(r.status).toBe(400);
     expect(r.json).toMatchObject({
       kind: 'Status',
@@ -245,7 +246,7 @@ describe('admission webhook server', () => {
   });
 
   it('refuses a non-JSON content type with 415 and a body over 7 MiB with 413', async () => {
-    const r = await post('/validate/names', 'x', { 'content-type': 'text/plain' });
+    const r = await post('/validate/names.test.annex.dev', 'x', { 'content-type': 'text/plain' });
     expect(r.status).toBe(415);
     expect(r.json.reason).toBe('UnsupportedMediaType');
     const big = JSON.stringify(
@@ -254,7 +255,7 @@ describe('admission webhook server', () => {
         data: 'x'.repeat(MAX_REVIEW_BYTES),
       }),
     );
-    const r2 = await post('/validate/names', big);
+    const r2 = await post('/validate/names.test.annex.dev', big);
     expect(r2.status).toBe(413);
     expect(r2.json).toMatchObject({ kind: 'Status', reason: 'RequestEntityTooLarge', code: 413 });
   });
@@ -263,7 +264,7 @@ describe('admission webhook server', () => {
     const late = lateness();
     const t0 = performance.now();
     const r = await post(
-      '/validate/slow?timeout=1s',
+      '/validate/slow.test.annex.dev?timeout=1s',
       review('admission.k8s.io/v1', { metadata: { name: 'a' } }),
     );
     // The handler never answers: annex's own budget did, before the deadline (this
@@ -289,7 +290,9 @@ describe('admission webhook server: the review context', () => {
 
   it("gives the handler ?timeout='s deadline (less the margin) and its signal; no admission.clientCA: unauthenticated", async () => {
     const t0 = performance.now();
-    expect((await post('/validate/probe?timeout=4s', deployment)).json.response.allowed).toBe(true);
+    expect(
+      (await post('/validate/probe.test.annex.dev?timeout=4s', deployment)).json.response.allowed,
+    ).toBe(true);
     const t1 = performance.now();
     expect(given!.deadline).toBeGreaterThanOrEqual(t0 + 3200);
     expect(given!.deadline).toBeLessThanOrEqual(t1 + 3200);
@@ -298,7 +301,7 @@ describe('admission webhook server: the review context', () => {
   });
 
   it('aborts the signal at that deadline, and the review is answered as overrun', async () => {
-    const r = await post('/validate/patient?timeout=1s', deployment);
+    const r = await post('/validate/patient.test.annex.dev?timeout=1s', deployment);
     expect(r.json.response.status).toMatchObject({ code: 504, reason: 'Timeout' });
     expect(given!.signal.aborted).toBe(true);
     expect(abortedAt).toBeGreaterThanOrEqual(given!.deadline - 1); // timers may fire a hair early
@@ -317,6 +320,20 @@ describe('admission webhook server: the declaration decides', () => {
         throw new TypeError('value "SECRET" is not a string');
       },
     });
+  // Refuses by throwing a StatusError: synchronously under Ignore, as a rejection under Fail.
+  const refuser = (failurePolicy: 'Fail' | 'Ignore') =>
+    validatingWebhook({
+      name: `refuses-${failurePolicy.toLowerCase()}.test.annex.dev`,
+      rules,
+      failurePolicy,
+      admit: () => {
+        const err = new StatusError(409, 'Conflict', 'quota "q" is held by another deployment', {
+          causes: [{ reason: 'FieldValueInvalid', field: 'spec.quota', message: 'held' }],
+        });
+        if (failurePolicy === 'Ignore') throw err;
+        return Promise.reject(err);
+      },
+    });
   let srv: Server;
   let url = '';
   const lines: string[] = [];
@@ -328,7 +345,10 @@ describe('admission webhook server: the declaration decides', () => {
       },
     });
     srv = createServer(
-      webhookApp([thrower('Fail'), thrower('Ignore')], createLogger('info', sink)).callback(),
+      webhookApp(
+        [thrower('Fail'), thrower('Ignore'), refuser('Fail'), refuser('Ignore')],
+        createLogger('info', sink),
+      ).callback(),
     );
     await new Promise<void>((r) => srv.listen(0, '127.0.0.1', r));
     url = `http://127.0.0.1:${(srv.address() as AddressInfo).port}`;
@@ -344,7 +364,7 @@ describe('admission webhook server: the declaration decides', () => {
   };
 
   it('a handler that throws under failurePolicy Fail is a denial naming the error class, not an HTTP 500', async () => {
-    const r = await send('/validate/throws-fail');
+    const r = await send('/validate/throws-fail.test.annex.dev');
     expect(r.status).toBe(200);
     expect(r.json.response).toMatchObject({
       uid: 'c0ffee',
@@ -360,7 +380,7 @@ describe('admission webhook server: the declaration decides', () => {
   });
 
   it('under failurePolicy Ignore it is allowed, with a warning', async () => {
-    const r = await send('/validate/throws-ignore');
+    const r = await send('/validate/throws-ignore.test.annex.dev');
     expect(r.json.response).toEqual({
       uid: 'c0ffee',
       allowed: true,
@@ -370,9 +390,38 @@ describe('admission webhook server: the declaration decides', () => {
     });
   });
 
+  it('a handler that throws a StatusError denies with that Status, even under failurePolicy Ignore', async () => {
+    const r = await send('/validate/refuses-ignore.test.annex.dev');
+    expect(r.status).toBe(200);
+    expect(r.json.response).toEqual({
+      uid: 'c0ffee',
+      allowed: false,
+      status: {
+        kind: 'Status',
+        apiVersion: 'v1',
+        metadata: {},
+        status: 'Failure',
+        code: 409,
+        reason: 'Conflict',
+        message: 'quota "q" is held by another deployment',
+        details: {
+          causes: [{ reason: 'FieldValueInvalid', field: 'spec.quota', message: 'held' }],
+        },
+      },
+    });
+  });
+
+  it('so does a rejected promise with a StatusError, under failurePolicy Fail', async () => {
+    const r = await send('/validate/refuses-fail.test.annex.dev');
+    expect(r.json.response).toMatchObject({
+      allowed: false,
+      status: { code: 409, reason: 'Conflict', message: 'quota "q" is held by another deployment' },
+    });
+  });
+
   it('a request no registration matches is allowed without calling the handler', async () => {
     const before = calls;
-    const r = await send('/validate/throws-fail', { operation: 'DELETE' });
+    const r = await send('/validate/throws-fail.test.annex.dev', { operation: 'DELETE' });
     expect(r.json.response).toEqual({ uid: 'c0ffee', allowed: true });
     expect(calls).toBe(before);
   });
@@ -404,9 +453,9 @@ describe('admission webhook server: the declaration decides', () => {
             review('admission.k8s.io/v1', { metadata: { name: 'web' }, data: 'x'.repeat(400) }),
           ),
         });
-      const first = send('/validate/held');
+      const first = send('/validate/held.test.annex.dev');
       await inside;
-      const refused = await send('/validate/names');
+      const refused = await send('/validate/names.test.annex.dev');
       expect(refused.status).toBe(429);
       expect(refused.headers.get('retry-after')).toBe('1');
       expect(await refused.json()).toMatchObject({
@@ -417,7 +466,7 @@ describe('admission webhook server: the declaration decides', () => {
       });
       release();
       expect((await first).status).toBe(200);
-      const again = await send('/validate/names');
+      const again = await send('/validate/names.test.annex.dev');
       expect(again.status).toBe(200);
       srv.closeAllConnections();
       srv.close();

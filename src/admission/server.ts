@@ -4,12 +4,19 @@
 // here only what is admission's: the envelope, matching the declaration, depth, the
 // handler told whether the caller is the API server (ReviewContext), the patch, the
 // answer in the request's apiVersion, one log line of bounded identifiers. A handler that
-// throws, overruns or cannot evaluate the object gets its registration's failurePolicy:
+// throws a StatusError has denied the request with that Status; one that throws anything
+// else, overruns or cannot evaluate the object gets its registration's failurePolicy:
 // never an HTTP 500.
 import type Koa from 'koa';
 import { StatusError } from '../core/status.js';
 import { errorFields, flatLines, logField, type Logger } from '../log.js';
-import { inFlightBytes, OverrunError, reviewEndpoint, type InFlight } from '../core/review-io.js';
+import {
+  inFlightBytes,
+  isThenable,
+  OverrunError,
+  reviewEndpoint,
+  type InFlight,
+} from '../core/review-io.js';
 import { jsonPatch } from './patch.js';
 import {
   MAX_OBJECT_DEPTH,
@@ -82,7 +89,7 @@ export function admissionReview(
           webhook.type === 'mutating' && request.object
             ? { ...request, object: cloneJson(request.object) }
             : request;
-        return webhook.admit(mine, { ...budget, authenticated });
+        return statusErrorDenies(() => webhook.admit(mine, { ...budget, authenticated }));
       },
       respond: ({ request }, verdict) => toResponse(webhook, request, verdict),
       failed({ request, registration, who }, err) {
@@ -124,6 +131,25 @@ function nameOf(request: AdmissionRequest): string {
   if (request.name) return request.name;
   const meta: unknown = request.object?.metadata;
   return isObject(meta) && typeof meta.name === 'string' ? meta.name : '';
+}
+
+/**
+ * A StatusError thrown (or rejected) by a handler is a decision, not a failure: the denial
+ * its Status describes, whatever the failurePolicy, as a handler's `deny()` would be. Any
+ * other error is passed on to the failurePolicy. A synchronous handler stays synchronous,
+ * so its answer needs no timer (review-io's `within`).
+ */
+function statusErrorDenies(admit: () => Verdict | Promise<Verdict>): Verdict | Promise<Verdict> {
+  const denial = (err: unknown): Verdict => {
+    if (err instanceof StatusError) return { allowed: false, status: err.status };
+    throw err;
+  };
+  try {
+    const verdict = admit();
+    return isThenable(verdict) ? Promise.resolve(verdict).catch(denial) : verdict;
+  } catch (err) {
+    return denial(err);
+  }
 }
 
 /** Why a webhook could not decide, with the Status code it answers under failurePolicy Fail. */

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import type { AdmissionRequest } from './review.js';
 import { allow } from './verdict.js';
@@ -143,20 +144,42 @@ describe('declaring webhooks', () => {
     expect([w.name, w.configuration, webhookPath(w)]).toEqual([
       'pinned',
       'annex-pinned',
-      '/validate/pinned',
+      '/validate/pinned.example.com',
     ]);
     const m = mutatingWebhook({
       name: 'x.example.com',
       match: { kinds: ['Pod'] },
       admit: () => allow(),
     });
-    expect(webhookPath(m)).toBe('/mutate/x');
+    expect(webhookPath(m)).toBe('/mutate/x.example.com');
+  });
+  it('serves distinct names at distinct paths, however alike (x.a.com, x.b.com, x-a.com, …)', () => {
+    // Labels from a small alphabet, so that generated names often share first labels.
+    const label = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,3}[a-z0-9])?$/);
+    const name = fc.array(label, { minLength: 2, maxLength: 4 }).map((ls) => ls.join('.'));
+    const pathOf = (n: string) =>
+      webhookPath(validatingWebhook({ name: n, match: { kinds: ['Pod'] }, admit: () => allow() }));
+    fc.assert(
+      fc.property(name, name, (a, b) => {
+        expect(pathOf(a) === pathOf(b)).toBe(a === b);
+        // The path is the name, readable and unescaped: it ends the URL.
+        expect(pathOf(a)).toBe(`/validate/${a}`);
+      }),
+      { numRuns: 2000 },
+    );
+    expect(pathOf('x.a.com')).not.toBe(pathOf('x.b.com'));
   });
   it('refuses names that are not qualified, webhooks that match nothing, and unknown kinds', () => {
     const admit = () => allow();
     expect(() => validatingWebhook({ name: 'pinned', match: { kinds: ['Pod'] }, admit })).toThrow(
       /fully qualified/,
     );
+    // The whole name becomes the URL path, so every label must be a DNS label.
+    for (const name of ['x.A.com', 'x.a_b.com', 'x..com', 'x.a.com/', 'x.a.com?y', 'x.a.com.']) {
+      expect(() => validatingWebhook({ name, match: { kinds: ['Pod'] }, admit }), name).toThrow(
+        /fully qualified/,
+      );
+    }
     expect(() => validatingWebhook({ name: 'a.example.com', admit })).toThrow(
       /declare what it matches/,
     );

@@ -23,7 +23,10 @@ export type {
 export { webhookPath } from '../core/webhook.js';
 
 export type WebhookInit = Omit<Registration, 'name' | 'rules'> & {
-  /** Fully qualified: its first label is the URL segment ("pinned-images.example.com"). */
+  /**
+   * Fully qualified, a DNS subdomain ("pinned-images.example.com"): served at
+   * /validate/<name> or /mutate/<name>; its first label names the configuration (`annex-<label>`).
+   */
   name: string;
   /** Webhook rules, as in the configuration; or `match` for built-in kinds. */
   rules?: RuleWithOperations[];
@@ -43,6 +46,8 @@ export type WebhookInit = Omit<Registration, 'name' | 'rules'> & {
   admit: Admit;
 };
 
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
 function declare(type: Webhook['type'], init: WebhookInit): Webhook {
   const {
     name,
@@ -59,7 +64,8 @@ function declare(type: Webhook['type'], init: WebhookInit): Webhook {
   if (!rules?.length && !match?.kinds.length) {
     throw new TypeError(`webhook ${name}: declare what it matches (rules, or match.kinds)`);
   }
-  if (!/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(segment) || !name.includes('.')) {
+  // The whole name is the URL path's last segment: a DNS subdomain needs no escaping there.
+  if (!DNS_SUBDOMAIN.test(name) || name.length > 253 || !name.includes('.')) {
     throw new TypeError(
       `webhook name ${JSON.stringify(name)} must be fully qualified (e.g. "pinned-images.example.com")`,
     );

@@ -43,7 +43,7 @@ describe('validateFeatures: declarations that would collide, refused in one line
       feature('dup', { webhooks: [hook('lb-guard.example.com')] }),
     ];
     expect(refusal(twice)).toBe(
-      'validating webhook "lb-guard.example.com" is declared by features "guards" and "dup" (served at /validate/lb-guard, registered as ValidatingWebhookConfiguration annex-lb-guard): declare it once',
+      'validating webhook "lb-guard.example.com" is declared by features "guards" and "dup" (served at /validate/lb-guard.example.com, registered as ValidatingWebhookConfiguration annex-lb-guard): declare it once',
     );
     expect(refusal([feature('guards', { webhooks: [hook('g.x.io'), hook('g.x.io')] })])).toContain(
       'is declared twice by feature "guards"',
@@ -57,19 +57,27 @@ describe('validateFeatures: declarations that would collide, refused in one line
         feature('validating-names', { webhooks: [hook('names.annex.dev')] }),
       ]),
     ).toBe(
-      'validating webhook "names.annex.dev" is declared by features "names" and "validating-names" (served at /validate/names, registered as ValidatingWebhookConfiguration annex-names): declare it once',
+      'validating webhook "names.annex.dev" is declared by features "names" and "validating-names" (served at /validate/names.annex.dev, registered as ValidatingWebhookConfiguration annex-names): declare it once',
     );
   });
 
-  it('two names with one first label: one URL path', () => {
+  it('two names with one first label: two URL paths, but one default configuration name', () => {
+    // Paths are whole names (/validate/x.a.com, /validate/x.b.com); the default configuration
+    // is still named after the first label, so one of them names another.
     expect(
       refusal([
         feature('a', { webhooks: [hook('x.a.com')] }),
         feature('b', { webhooks: [hook('x.b.com')] }),
       ]),
     ).toBe(
-      `validating webhook "x.a.com" (feature "a") and validating webhook "x.b.com" (feature "b") would both be served at /validate/x (the first label of a webhook's name is its URL segment): rename one`,
+      `validating webhook "x.a.com" (feature "a") and validating webhook "x.b.com" (feature "b") would both be registered as ValidatingWebhookConfiguration annex-x, the second replacing the first: give one another configuration`,
     );
+    expect(
+      refusal([
+        feature('a', { webhooks: [hook('x.a.com')] }),
+        feature('b', { webhooks: [hook('x.b.com', { configuration: 'annex-x-b' })] }),
+      ]),
+    ).toBe('accepted');
   });
 
   it('two webhooks in one configuration object', () => {

@@ -2,7 +2,7 @@
 // A feature declares what it serves (admission webhooks, CRD conversions, aggregated API
 // groups), how it
 // starts and stops, and when it is ready; the server mounts, registers and probes it.
-import { webhookPath, type Webhook } from './webhook.js';
+import { declaredName, webhookPath, type Webhook } from './webhook.js';
 import type { GroupVersionDecl } from './types.js';
 import type { Conversion } from './conversion.js';
 import type { KubeClient } from '../kube/client.js';
@@ -124,8 +124,6 @@ export const defineFeature = <C = unknown, F extends Feature<C> = Feature<C>>(
   feature: F & Feature<C>,
 ): F => feature;
 
-/** A webhook's declared, fully qualified name ("lb-guard.example.com"). */
-const declaredName = (w: Webhook) => w.registrations[0]?.name ?? w.name;
 const configurationKind = (w: Webhook) =>
   w.type === 'mutating' ? 'MutatingWebhookConfiguration' : 'ValidatingWebhookConfiguration';
 const described = (w: Webhook, feature: string) =>
@@ -133,9 +131,10 @@ const described = (w: Webhook, feature: string) =>
 
 /**
  * Refuses, with one line naming both sides, declarations that would collide: at a URL path
- * (a webhook is served at /validate/<first label of its name>, a conversion at
- * /convert/<name>), in a registration object (a webhook configuration, a CRD's conversion, an
- * API group) where the second would silently replace the first, or in a feature name.
+ * (a webhook is served at /validate/<its whole name>, so only a name declared twice shares
+ * one; a conversion at /convert/<name>), in a registration object (a webhook configuration,
+ * a CRD's conversion, an API group) where the second would silently replace the first, or
+ * in a feature name.
  */
 export function validateFeatures(features: readonly Feature[]): void {
   const webhooks = new Map<string, { w: Webhook; feature: string }>();
@@ -148,18 +147,13 @@ export function validateFeatures(features: readonly Feature[]): void {
       const path = webhookPath(w);
       const configuration = `${configurationKind(w)} ${w.configuration}`;
       const atPath = webhooks.get(path);
-      if (atPath && declaredName(atPath.w) === declaredName(w)) {
+      if (atPath) {
         const by =
           atPath.feature === f.name
             ? `twice by feature "${f.name}"`
             : `by features "${atPath.feature}" and "${f.name}"`;
         throw new UserError(
           `${w.type} webhook "${declaredName(w)}" is declared ${by} (served at ${path}, registered as ${configuration}): declare it once`,
-        );
-      }
-      if (atPath) {
-        throw new UserError(
-          `${described(atPath.w, atPath.feature)} and ${described(w, f.name)} would both be served at ${path} (the first label of a webhook's name is its URL segment): rename one`,
         );
       }
       const inConfiguration = webhooks.get(configuration);

@@ -210,7 +210,7 @@ export async function within<T>(
   });
 }
 
-const isThenable = <T>(v: T | PromiseLike<T>): v is PromiseLike<T> =>
+export const isThenable = <T>(v: T | PromiseLike<T>): v is PromiseLike<T> =>
   typeof (v as { then?: unknown } | null)?.then === 'function';
 
 /** What one kind of review (admission, conversion) adds to the shared sequence. */

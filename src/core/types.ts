@@ -133,7 +133,7 @@ export interface Provider {
   snapshot(): Promise<Snapshot> | Snapshot;
   /**
    * Events strictly after `resourceVersion`, then live ones. Throws a Status 410 error
-   * (core/status.ts `expired`/`gone`) when that version is too old to replay.
+   * (`expired` or `gone`, exported by annex) when that version is too old to replay.
    */
   subscribe?(
     resourceVersion: string,

@@ -94,7 +94,11 @@ export interface ReviewContext {
 export type Admit = (request: AdmissionRequest, ctx: ReviewContext) => Verdict | Promise<Verdict>;
 
 export interface Webhook {
-  /** URL segment: served at /validate/<name> or /mutate/<name>. */
+  /**
+   * Short name (the first label of the declared one): logs, metrics, file names and the
+   * default configuration name. Not the URL path: that is the whole declared name
+   * (`webhookPath`), so two webhooks sharing a first label are not served at one path.
+   */
   name: string;
   type: 'validating' | 'mutating';
   /** Name of the webhook configuration object (default `annex-<name>`). */
@@ -112,5 +116,14 @@ export interface Webhook {
   admit: Admit;
 }
 
-export const webhookPath = (w: Pick<Webhook, 'type' | 'name'>): string =>
-  `/${w.type === 'mutating' ? 'mutate' : 'validate'}/${w.name}`;
+/** A webhook's declared, fully qualified name ("lb-guard.example.com"). */
+export const declaredName = (w: Pick<Webhook, 'name' | 'registrations'>): string =>
+  w.registrations[0]?.name ?? w.name;
+
+/**
+ * Where a webhook is served: /validate/<declared name> or /mutate/<declared name>, e.g.
+ * /validate/pinned-images.example.com. The whole name, not its first label, so distinct
+ * names are distinct paths; a declared name is a DNS subdomain, so it needs no escaping.
+ */
+export const webhookPath = (w: Pick<Webhook, 'type' | 'name' | 'registrations'>): string =>
+  `/${w.type === 'mutating' ? 'mutate' : 'validate'}/${declaredName(w)}`;

@@ -56,7 +56,9 @@ describe('the committed registration YAML', () => {
     expect(calling[0].webhooks).toEqual([
       expect.objectContaining({
         failurePolicy: 'Fail',
-        clientConfig: { service: expect.objectContaining({ path: '/mutate/externalmetrics' }) },
+        clientConfig: {
+          service: expect.objectContaining({ path: '/mutate/externalmetrics.metrics.annex.dev' }),
+        },
       }),
     ]);
     expect(placeholders.length).toBeGreaterThan(1);
@@ -87,7 +89,7 @@ describe('rendering', () => {
     const [w] = cfg.webhooks;
     expect(w).toMatchObject({
       name: 'pinned.example.com',
-      clientConfig: { service: { ...service, path: '/validate/pinned' } },
+      clientConfig: { service: { ...service, path: '/validate/pinned.example.com' } },
       failurePolicy: 'Fail',
       matchPolicy: 'Equivalent',
       sideEffects: 'None',

@@ -54,20 +54,26 @@ describe('the chain', () => {
   });
 
   it('serves a review at its exact path only: another case or a trailing slash is a 404 Status', async () => {
-    const ok = await post(`${open}/validate/chain-test`);
+    const ok = await post(`${open}/validate/chain-test.example.com`);
     expect(ok.status).toBe(200);
     expect(await ok.json()).toMatchObject({ response: { uid: 'u1', allowed: true } });
-    expect(await status(await post(`${open}/validate/chain-test/`))).toEqual([404, 'NotFound']);
-    expect(await status(await post(`${open}/validate/Chain-Test`))).toEqual([404, 'NotFound']);
+    expect(await status(await post(`${open}/validate/chain-test.example.com/`))).toEqual([
+      404,
+      'NotFound',
+    ]);
+    expect(await status(await post(`${open}/validate/Chain-Test.example.com`))).toEqual([
+      404,
+      'NotFound',
+    ]);
     expect(await status(await post(`${open}/validate/other`))).toEqual([404, 'NotFound']);
   });
 
   it('answers another method at a review path 405, before asking for a certificate', async () => {
-    expect(await status(await fetch(`${open}/validate/chain-test`))).toEqual([
+    expect(await status(await fetch(`${open}/validate/chain-test.example.com`))).toEqual([
       405,
       'MethodNotAllowed',
     ]);
-    expect(await status(await fetch(`${closed}/validate/chain-test`))).toEqual([
+    expect(await status(await fetch(`${closed}/validate/chain-test.example.com`))).toEqual([
       405,
       'MethodNotAllowed',
     ]);
@@ -81,7 +87,7 @@ describe('the chain', () => {
     expect(await status(await fetch(`${closed}/readyz/nope`))).toEqual([403, 'Forbidden']);
     expect(await status(await fetch(`${open}/readyz/nope`))).toEqual([404, 'NotFound']);
     // A review without the API server's certificate, where one is required.
-    expect(await status(await post(`${closed}/validate/chain-test`))).toEqual([
+    expect(await status(await post(`${closed}/validate/chain-test.example.com`))).toEqual([
       401,
       'Unauthorized',
     ]);
@@ -94,7 +100,7 @@ describe('the chain', () => {
       maxInFlight: { review: 0, discovery: 0, watch: 0, requests: 0 },
     });
     // With every class at 0, a request that reached the bound would be a 429.
-    expect(await status(await post(`${bounded}/validate/chain-test`))).toEqual([
+    expect(await status(await post(`${bounded}/validate/chain-test.example.com`))).toEqual([
       401,
       'Unauthorized',
     ]);

@@ -25,7 +25,7 @@ useHostileServer();
 
 describe('an unread request body (413)', () => {
   const head = (length: number) =>
-    'POST /validate/names HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+    'POST /validate/names.annex.dev HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
     `Content-Length: ${length}\r\n\r\n`;
   const livez = 'GET /livez HTTP/1.1\r\nHost: localhost\r\n\r\n';
 
@@ -74,7 +74,7 @@ describe('an HTTP/2 request without content-length', () => {
     const s = await h2Connect(l);
     const base = {
       ':method': 'POST',
-      ':path': '/validate/names',
+      ':path': '/validate/names.annex.dev',
       'content-type': 'application/json',
     };
     const withLength = await h2Request(

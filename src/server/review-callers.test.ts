@@ -132,14 +132,19 @@ describe('review callers', () => {
     const base = await serve(callers);
     expect(callers.report()).toBe('no AdmissionReview yet');
 
-    const asApiServer = await post(base, '/validate/seen', admissionReview, apiServer);
+    const asApiServer = await post(
+      base,
+      '/validate/seen.test.annex.dev',
+      admissionReview,
+      apiServer,
+    );
     expect(asApiServer.status).toBe(200);
     expect(asApiServer.json.response).toMatchObject({ uid: 'forged?', allowed: true });
     expect(given!.authenticated).toBe(true);
 
     for (const id of [undefined, stranger]) {
       given = undefined;
-      const r = await post(base, '/validate/seen', admissionReview, id);
+      const r = await post(base, '/validate/seen.test.annex.dev', admissionReview, id);
       expect(r.status).toBe(200);
       expect(r.json.response).toMatchObject({ uid: 'forged?', allowed: true });
       expect(given!.authenticated).toBe(false);
@@ -156,12 +161,14 @@ describe('review callers', () => {
     const base = await serve(callers, true);
     for (const id of [undefined, stranger]) {
       given = undefined;
-      const r = await post(base, '/validate/seen', admissionReview, id);
+      const r = await post(base, '/validate/seen.test.annex.dev', admissionReview, id);
       expect(r.status).toBe(401);
       expect(r.json).toMatchObject({ kind: 'Status', reason: 'Unauthorized', code: 401 });
       expect(given).toBeUndefined();
     }
-    expect((await post(base, '/validate/seen', admissionReview, apiServer)).status).toBe(200);
+    expect(
+      (await post(base, '/validate/seen.test.annex.dev', admissionReview, apiServer)).status,
+    ).toBe(200);
     expect(given!.authenticated).toBe(true);
     expect(callers.report()).toMatch(
       /^1 authenticated \(.*\), 2 unauthenticated \(last \d+s ago: x509: certificate signed by unknown authority\)$/,
@@ -180,7 +187,7 @@ describe('review callers', () => {
   it('no admission.clientCA: every caller is unauthenticated, and the report says why', async () => {
     const callers = reviewCallers(admissionClientCa('', { required: false, log }));
     const base = await serve(callers);
-    await post(base, '/validate/seen', admissionReview, apiServer);
+    await post(base, '/validate/seen.test.annex.dev', admissionReview, apiServer);
     expect(given!.authenticated).toBe(false);
     expect(callers.report()).toMatch(
       /^admission.clientCA is not set; 0 authenticated, 1 unauthenticated \(last \d+s ago\)$/,
@@ -192,7 +199,7 @@ describe('review callers', () => {
     const ca = admissionClientCa(later, { required: false, log, pollMs: 20 });
     const callers = reviewCallers(ca);
     const base = await serve(callers);
-    await post(base, '/validate/seen', admissionReview, apiServer);
+    await post(base, '/validate/seen.test.annex.dev', admissionReview, apiServer);
     expect(given!.authenticated).toBe(false);
     expect(callers.report()).toMatch(
       new RegExp(
@@ -211,14 +218,14 @@ describe('review callers', () => {
     copyFileSync(caFile, later);
     await next;
     expect(ca.problem()).toBeUndefined();
-    await post(base, '/validate/seen', admissionReview, apiServer);
+    await post(base, '/validate/seen.test.annex.dev', admissionReview, apiServer);
     expect(given!.authenticated).toBe(true);
 
     next = changed();
     unlinkSync(later);
     await next;
     expect(ca.certs()).toEqual([]);
-    await post(base, '/validate/seen', admissionReview, apiServer);
+    await post(base, '/validate/seen.test.annex.dev', admissionReview, apiServer);
     expect(given!.authenticated).toBe(false);
     ca.stop();
   });

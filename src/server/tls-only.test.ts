@@ -83,7 +83,7 @@ describe('TLS only', () => {
   it('answers no plain-HTTP request with HTTP: it closes the connection', async () => {
     for (const request of [
       'GET /livez HTTP/1.1\r\nHost: annex\r\n\r\n',
-      'POST /validate/names HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}',
+      'POST /validate/names.annex.dev HTTP/1.0\r\nContent-Length: 2\r\n\r\n{}',
       'PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n',
     ]) {
       const { bytes, closed } = await plainExchange(annex.port, request);

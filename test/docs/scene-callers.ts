@@ -20,6 +20,6 @@ export async function otherCaReview(ctx: SceneContext): Promise<string> {
   writeFileSync(key, client.keyPem, { mode: 0o600 });
   return (
     `curl -sf --cacert ca.crt --cert ${cert} --key ${key} -H 'content-type: application/json' ` +
-    `--data @forged.json https://127.0.0.1:${ctx.port}/validate/policies`
+    `--data @forged.json https://127.0.0.1:${ctx.port}/validate/policies.annex.dev`
   );
 }

@@ -212,14 +212,14 @@ describeCluster('admission callers: only the API server feeds decisions', (c: Cl
 
     let n = 0;
     for (const id of [undefined, otherCa]) {
-      const deny = await post(a, '/validate/policies', forgedDeny(`forged-${++n}`), id);
+      const deny = await post(a, '/validate/policies.annex.dev', forgedDeny(`forged-${++n}`), id);
       expect(deny.status).toBe(200);
       expect(deny.json.response).toMatchObject({
         uid: `forged-${n}`,
         allowed: false,
         status: { code: 422, reason: 'Invalid' },
       });
-      const audit = await post(a, '/validate/policies', forgedAudit(`forged-${++n}`), id);
+      const audit = await post(a, '/validate/policies.annex.dev', forgedAudit(`forged-${++n}`), id);
       expect(audit.status).toBe(200);
       expect(audit.json.response).toMatchObject({ uid: `forged-${n}`, allowed: true });
     }
@@ -297,11 +297,11 @@ describeCluster('admission callers: only the API server feeds decisions', (c: Cl
     started.push(s);
     const review = forgedDeny('strict');
     for (const id of [undefined, otherCa]) {
-      const r = await post(s, '/validate/names', review, id);
+      const r = await post(s, '/validate/names.annex.dev', review, id);
       expect(r.status).toBe(401);
       expect(r.json).toMatchObject({ kind: 'Status', reason: 'Unauthorized', code: 401 });
     }
-    const ok = await post(s, '/validate/names', review, apiServerCert);
+    const ok = await post(s, '/validate/names.annex.dev', review, apiServerCert);
     expect(ok.status).toBe(200);
     expect(ok.json.response).toMatchObject({ uid: 'strict', allowed: false });
     expect(await readyz(s)).toMatch(

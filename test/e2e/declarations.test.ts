@@ -43,7 +43,7 @@ mkdirSync(join(dir, 'cjs', 'node_modules'));
 symlinkSync(repo, join(dir, 'cjs', 'node_modules', 'annex'));
 
 const DUP =
-  'annex: validating webhook "lb-guard.example.com" is declared by features "guards" and "dup" (served at /validate/lb-guard, registered as ValidatingWebhookConfiguration annex-lb-guard): declare it once';
+  'annex: validating webhook "lb-guard.example.com" is declared by features "guards" and "dup" (served at /validate/lb-guard.example.com, registered as ValidatingWebhookConfiguration annex-lb-guard): declare it once';
 const commands = {
   manifests: (...load: string[]) => runCli(['manifests', ...load.flatMap((l) => ['--load', l])]),
   serve: async (...load: string[]) =>
@@ -67,13 +67,13 @@ describe.each(Object.entries(commands))('annex %s --load', (_, cli) => {
 
   it("refuses a user's webhook named as a built-in one (which it would replace)", async () => {
     expect(expectOneLineError(await cli(names))).toBe(
-      'annex: validating webhook "names.annex.dev" is declared by features "names" and "mine" (served at /validate/names, registered as ValidatingWebhookConfiguration annex-names): declare it once',
+      'annex: validating webhook "names.annex.dev" is declared by features "names" and "mine" (served at /validate/names.annex.dev, registered as ValidatingWebhookConfiguration annex-names): declare it once',
     );
   });
 
-  it('refuses two webhooks whose names share the first label (one URL path)', async () => {
+  it('refuses two webhooks whose names share the first label by their default configuration, not their paths', async () => {
     expect(expectOneLineError(await cli(segments))).toContain(
-      'would both be served at /validate/x',
+      'would both be registered as ValidatingWebhookConfiguration annex-x',
     );
   });
 

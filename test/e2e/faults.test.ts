@@ -77,7 +77,11 @@ describeCluster('dependency faults (own control plane)', (shared) => {
     );
   /** The policy webhook's answer to an unlabelled Deployment in `namespace`. */
   const admitDeployment = async (namespace: string) => {
-    const r = await direct('/validate/policies?timeout=5s', {}, deploymentReview(namespace));
+    const r = await direct(
+      '/validate/policies.annex.dev?timeout=5s',
+      {},
+      deploymentReview(namespace),
+    );
     expect(r.status).toBe(200);
     return r.body.response;
   };

@@ -105,7 +105,7 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
         namespace: NS,
         name: 'annex',
         port,
-        path: '/validate/names',
+        path: '/validate/names.annex.dev',
       });
       expect(hook.webhooks[0].namespaceSelector.matchExpressions[0].values).toEqual([
         'kube-system',

@@ -226,10 +226,10 @@ describeCluster('no Secret value in any log', (c: ClusterInfo) => {
       (await apiRequest('GET', `${events}?fieldSelector=${q(`metadata.name=${CANARY}`)}`)).status,
     ).toBe(200);
     // Malformed reviews straight at annex: not JSON, and a review of the wrong shape.
-    expect(await postAnnex('/validate/policies', `{"request": "${CANARY}`)).toBe(400);
+    expect(await postAnnex('/validate/policies.annex.dev', `{"request": "${CANARY}`)).toBe(400);
     expect(
       await postAnnex(
-        '/mutate/defaults',
+        '/mutate/defaults.annex.dev',
         JSON.stringify({
           apiVersion: 'admission.k8s.io/v1',
           kind: 'AdmissionReview',
@@ -284,7 +284,7 @@ describeCluster('no Secret value in any log', (c: ClusterInfo) => {
       '"webhook":"policies"',
       '"webhook":"defaults"',
       '"webhook":"names"',
-      '"path":"/validate/policies"',
+      '"path":"/validate/policies.annex.dev"',
       'admissionevents',
     ])
       expect(annexLog).toContain(line);

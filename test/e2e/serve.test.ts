@@ -163,7 +163,11 @@ describe('annex serve (what npm start runs)', () => {
       const agent = new Agent({ keepAlive: true, maxSockets: 1 });
       for (let i = 0; loading && i < 100_000; i++) {
         try {
-          await once(agent, n % 2 ? '/livez' : '/validate/names', n % 2 ? undefined : review);
+          await once(
+            agent,
+            n % 2 ? '/livez' : '/validate/names.annex.dev',
+            n % 2 ? undefined : review,
+          );
           tally.served++;
         } catch (e) {
           if ((e as NodeJS.ErrnoException).code === 'ECONNREFUSED') {
@@ -216,7 +220,7 @@ describe('annex serve (what npm start runs)', () => {
     let upload!: ReturnType<typeof request>;
     const uploaded = new Promise<number | string>((resolve) => {
       upload = request(
-        `${base}/validate/names`,
+        `${base}/validate/names.annex.dev`,
         {
           ca,
           servername: 'localhost',

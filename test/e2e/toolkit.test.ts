@@ -8,6 +8,7 @@ import { validatingWebhook } from '../../src/admission/webhook.js';
 import { renderObjects, declarationsOf, serviceRefOf } from '../../src/manifests/render.js';
 import { loadConfig } from '../../src/config/load.js';
 import { defineFeature, type Feature } from '../../src/core/feature.js';
+import { StatusError } from '../../src/core/status.js';
 import {
   annexGet,
   applyObjects,
@@ -17,7 +18,13 @@ import {
   startTestAnnex,
   type TestAnnex,
 } from '../cluster/annex.js';
-import { createNamespace, describeCluster, kubectl, type ClusterInfo } from '../cluster/harness.js';
+import {
+  apiRequest,
+  createNamespace,
+  describeCluster,
+  kubectl,
+  type ClusterInfo,
+} from '../cluster/harness.js';
 import { eventually } from '../cluster/kubelet.js';
 
 describeCluster('the Feature contract', (c: ClusterInfo) => {
@@ -40,11 +47,24 @@ describeCluster('the Feature contract', (c: ClusterInfo) => {
         return { allowed: true };
       },
     });
+  // Fails open, yet refuses a ConfigMap named "refused" by throwing a StatusError: a decision.
+  const refuses = validatingWebhook({
+    name: 'refuses.example.com',
+    match: { kinds: ['ConfigMap'], operations: ['CREATE'] },
+    failurePolicy: 'Ignore',
+    admit: (req) => {
+      if (req.name !== 'refused') return { allowed: true };
+      throw new StatusError(409, 'Conflict', 'the name "refused" is taken', {
+        causes: [{ reason: 'FieldValueDuplicate', field: 'metadata.name', message: 'taken' }],
+      });
+    },
+  });
   const mine: Feature = {
     name: 'broken',
     webhooks: [
       broken('fails-closed.example.com', 'Fail'),
       broken('fails-open.example.com', 'Ignore'),
+      refuses,
     ],
   };
 
@@ -120,6 +140,34 @@ describeCluster('the Feature contract', (c: ClusterInfo) => {
     expect(allowed.stderr).toContain(
       'Warning: annex webhook "fails-open.example.com" failed: TypeError; allowed (failurePolicy Ignore)',
     );
+  });
+
+  it('a StatusError thrown under failurePolicy Ignore is the denial it describes, as the API server reports it', async () => {
+    // Registered by the test before (the feature's configurations are applied there).
+    expect(registered.some((o) => o.webhooks[0].name === 'refuses.example.com')).toBe(true);
+    const refused = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'refused' } };
+    // kubectl names the reason (from `create -f`; `create configmap` prints "error: failed to create").
+    const denied = await kubectl(['create', '-n', ns, '-f', '-'], {
+      input: JSON.stringify(refused),
+    });
+    expect(denied.code).not.toBe(0);
+    expect(denied.stderr).toContain(
+      'Error from server (Conflict): error when creating "STDIN": admission webhook "refuses.example.com" denied the request: the name "refused" is taken',
+    );
+    // The same refusal, raw: the webhook's code, reason and causes are the API server's answer.
+    const raw = await apiRequest('POST', `/api/v1/namespaces/${ns}/configmaps`, { body: refused });
+    expect(raw.status).toBe(409);
+    expect(raw.json()).toMatchObject({
+      kind: 'Status',
+      status: 'Failure',
+      code: 409,
+      reason: 'Conflict',
+      message:
+        'admission webhook "refuses.example.com" denied the request: the name "refused" is taken',
+      details: {
+        causes: [{ reason: 'FieldValueDuplicate', field: 'metadata.name', message: 'taken' }],
+      },
+    });
   });
 });
 

@@ -43,8 +43,8 @@ function template(
 /** Validate and mutate mixed: half mutations, the rest mostly allowed, some denied. */
 export function soakTemplates(bytes = 10 * 1024): Template[] {
   return [
-    template('/mutate/defaults', 'web', 'patched', bytes, 5),
-    template('/validate/names', 'web', 'allowed', bytes, 4),
-    template('/validate/names', 'Web_1', 'denied', bytes, 1),
+    template('/mutate/defaults.annex.dev', 'web', 'patched', bytes, 5),
+    template('/validate/names.annex.dev', 'web', 'allowed', bytes, 4),
+    template('/validate/names.annex.dev', 'Web_1', 'denied', bytes, 1),
   ];
 }

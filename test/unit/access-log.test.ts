@@ -52,20 +52,20 @@ describe('the access log', () => {
     // A Status thrown below the log: 415 for a text body.
     const r415 = await h2Request(
       s,
-      { ':method': 'POST', ':path': '/validate/names', 'content-type': 'text/plain' },
+      { ':method': 'POST', ':path': '/validate/names.annex.dev', 'content-type': 'text/plain' },
       'x',
     );
     expect(r415.status).toBe(415);
-    expect(await codeOf(lines, '/validate/names')).toBe(415);
+    expect(await codeOf(lines, '/validate/names.annex.dev')).toBe(415);
     // 413 before the body is read.
     const t = await tlsConnect(l, ['http/1.1']);
     t.write(
-      'POST /mutate/defaults HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+      'POST /mutate/defaults.annex.dev HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
         `Content-Length: ${64 * 1024 * 1024}\r\n\r\n{`,
     );
     const r413 = await readResponse(t);
     expect(r413.status).toBe(413);
-    expect(await codeOf(lines, '/mutate/defaults')).toBe(413);
+    expect(await codeOf(lines, '/mutate/defaults.annex.dev')).toBe(413);
     // 404 for an unknown path.
     expect((await h2Request(s, { ':path': '/nowhere' })).status).toBe(404);
     expect(await codeOf(lines, '/nowhere')).toBe(404);

@@ -40,7 +40,7 @@ const pod = (metadata: unknown) => ({
 
 describe('defaults webhook: objects of unexpected shape are answered, not a 500', () => {
   it('an object without metadata gets metadata with the managed-by label', async () => {
-    const res = answered(await send('/mutate/defaults', reviewOf(POD, {})));
+    const res = answered(await send('/mutate/defaults.annex.dev', reviewOf(POD, {})));
     expect(res.allowed).toBe(true);
     const ops = JSON.parse(Buffer.from(res.patch, 'base64').toString());
     expect(ops).toContainEqual({
@@ -51,7 +51,7 @@ describe('defaults webhook: objects of unexpected shape are answered, not a 500'
   });
 
   it.each([MARK, 7, true, [MARK]])('metadata %j is denied 422 naming metadata', async (m) => {
-    const res = answered(await send('/mutate/defaults', reviewOf(POD, pod(m))));
+    const res = answered(await send('/mutate/defaults.annex.dev', reviewOf(POD, pod(m))));
     expect(res.allowed).toBe(false);
     expect(res.status).toMatchObject({ code: 422, reason: 'Invalid' });
     expect(res.status.details.causes).toEqual([
@@ -66,7 +66,9 @@ describe('defaults webhook: objects of unexpected shape are answered, not a 500'
     [false, 'boolean'],
     [[MARK], 'array'],
   ])('metadata.labels %j is denied 422 naming metadata.labels (%s)', async (labels, type) => {
-    const res = answered(await send('/mutate/defaults', reviewOf(POD, pod({ name: 'p', labels }))));
+    const res = answered(
+      await send('/mutate/defaults.annex.dev', reviewOf(POD, pod({ name: 'p', labels }))),
+    );
     expect(res.allowed).toBe(false);
     expect(res.status).toMatchObject({ code: 422, reason: 'Invalid' });
     expect(res.status.message).toBe(
@@ -77,7 +79,7 @@ describe('defaults webhook: objects of unexpected shape are answered, not a 500'
   it('a container named by an object is defaulted and its warning names it by position', async () => {
     const obj = pod({ name: 'p' });
     obj.spec.containers[0]!.name = { toString: MARK } as never;
-    const res = answered(await send('/mutate/defaults', reviewOf(POD, obj)));
+    const res = answered(await send('/mutate/defaults.annex.dev', reviewOf(POD, obj)));
     expect(res.allowed).toBe(true);
     expect(res.warnings).toEqual([
       'annex: container spec.containers[0] had no cpu/memory request; defaulted to cpu=100m, memory=128Mi',
@@ -90,7 +92,7 @@ describe('names webhook: objects of unexpected shape are answered, not a 500', (
     'request.name %j is a malformed review: 400 naming request.name',
     async (name) => {
       const r = await send(
-        '/validate/names',
+        '/validate/names.annex.dev',
         reviewOf(DEPLOYMENT, { metadata: { name: 'web' } }, { name }),
       );
       expect(r.status).toBe(400);
@@ -103,7 +105,7 @@ describe('names webhook: objects of unexpected shape are answered, not a 500', (
     'metadata.name %j is denied 422 naming metadata.name',
     async (name) => {
       const res = answered(
-        await send('/validate/names', reviewOf(DEPLOYMENT, { metadata: { name } })),
+        await send('/validate/names.annex.dev', reviewOf(DEPLOYMENT, { metadata: { name } })),
       );
       expect(res.allowed).toBe(false);
       expect(res.status).toMatchObject({ code: 422, reason: 'Invalid' });
@@ -118,7 +120,7 @@ describe('names webhook: objects of unexpected shape are answered, not a 500', (
     'object %j where the rule does not apply (a ConfigMap) is allowed',
     async (object) => {
       const kind = { group: '', version: 'v1', kind: 'ConfigMap' };
-      const res = answered(await send('/validate/names', reviewOf(kind, object)));
+      const res = answered(await send('/validate/names.annex.dev', reviewOf(kind, object)));
       expect(res.allowed).toBe(true);
     },
   );
@@ -130,7 +132,7 @@ describe('names webhook: objects of unexpected shape are answered, not a 500', (
       (obj.spec as any).containers[0].name = name;
       (obj.spec as any).serviceAccountName = name;
       (obj.spec as any).volumes = [{ name, configMap: { name } }];
-      const res = answered(await send('/validate/names', reviewOf(POD, obj)));
+      const res = answered(await send('/validate/names.annex.dev', reviewOf(POD, obj)));
       expect(res.allowed).toBe(true);
     },
   );
@@ -144,7 +146,7 @@ describe('objects nested deeper than annex evaluates', () => {
       '{"a":'.repeat(levels) + inner + '}'.repeat(levels),
     );
 
-  it.each(['/mutate/defaults', '/validate/names'])(
+  it.each(['/mutate/defaults.annex.dev', '/validate/names.annex.dev'])(
     '%s denies 3,200 levels with a 400 naming request.object',
     async (path) => {
       const res = answered(await send(path, deep(3200)));
@@ -159,13 +161,13 @@ describe('objects nested deeper than annex evaluates', () => {
     const body = JSON.stringify(
       reviewOf(POD, pod({ name: 'p' }), { operation: 'UPDATE', oldObject: { spec: '@@' } }),
     ).replace('"@@"', '['.repeat(100_000) + ']'.repeat(100_000));
-    const res = answered(await send('/mutate/defaults', body));
+    const res = answered(await send('/mutate/defaults.annex.dev', body));
     expect(res.status).toMatchObject({ code: 400 });
     expect(res.status.message).toContain('request.oldObject');
   });
 
   it('100 levels are evaluated as usual', async () => {
-    const res = answered(await send('/mutate/defaults', deep(100)));
+    const res = answered(await send('/mutate/defaults.annex.dev', deep(100)));
     expect(res.allowed).toBe(true);
   });
 });
@@ -174,7 +176,7 @@ describe('log lines: identifiers only, each field bounded', () => {
   it('a 1 MiB name, namespace and uid give an info line under 2 KB', async () => {
     const long = 'a'.repeat(1 << 20);
     const r = await send(
-      '/validate/names',
+      '/validate/names.annex.dev',
       reviewOf(POD, pod({ name: long }), { name: long, namespace: long, uid: long }),
     );
     const res = answered(r);

@@ -47,7 +47,7 @@ describe('bodies over the limit', () => {
     const once = async () => {
       const s = await tlsConnect(l, ['http/1.1']);
       s.write(
-        'POST /validate/names HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
+        'POST /validate/names.annex.dev HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n' +
           `Content-Length: ${body.length}\r\n\r\n`,
       );
       s.write(body);

@@ -23,7 +23,7 @@ useHostileServer();
 const limits = { review: 4, discovery: 2, watch: 2, requests: 4 };
 const review = {
   ':method': 'POST',
-  ':path': '/validate/names?timeout=10s',
+  ':path': '/validate/names.annex.dev?timeout=10s',
   'content-type': 'application/json',
 };
 
@@ -39,10 +39,10 @@ async function rejectedCount(priority: string): Promise<number> {
 
 describe('priorityOf', () => {
   it.each([
-    ['POST', '/validate/names?timeout=10s', 'review'],
-    ['POST', '/mutate/defaults', 'review'],
+    ['POST', '/validate/names.annex.dev?timeout=10s', 'review'],
+    ['POST', '/mutate/defaults.annex.dev', 'review'],
     ['POST', '/convert/widgets', 'review'],
-    ['GET', '/validate/names', 'requests'],
+    ['GET', '/validate/names.annex.dev', 'requests'],
     ['GET', '/apis', 'discovery'],
     ['GET', '/api', 'discovery'],
     ['GET', '/apis/metrics.annex.dev', 'discovery'],

@@ -92,16 +92,16 @@ export const servers = {
   pepr: built('pepr', 'C: Pepr'),
   annex: annex(
     'annex (feature, public API)',
-    both('/validate/bench-names', '/mutate/bench-defaults'),
+    both('/validate/bench-names.bench.annex.dev', '/mutate/bench-defaults.bench.annex.dev'),
     () => ['--load', join(here, 'annex/feature.mjs')],
   ),
   'annex-builtins': annex(
     'annex built-ins (names, defaults)',
-    both('/validate/names', '/mutate/defaults'),
+    both('/validate/names.annex.dev', '/mutate/defaults.annex.dev'),
   ),
   'annex-policies': annex(
     'annex, 10 AdmissionPolicies',
-    both('/validate/policies', '/mutate/policies'),
+    both('/validate/policies.annex.dev', '/mutate/policies.annex.dev'),
     (env) => ['--policies', policyDir(env)],
   ),
   ...before(process.env.BENCH_BEFORE),
@@ -116,6 +116,7 @@ export const servers = {
 function before(tree) {
   if (!tree) return {};
   const at = `(before: ${tree})`;
+  // Paths as annex served them before they were whole webhook names (/validate/names).
   return {
     'annex@before': annex(
       `annex (feature, public API) ${at}`,

@@ -21,10 +21,14 @@ const SPEC_PATHS: Record<string, string[]> = {
   'batch/CronJob': ['spec', 'jobTemplate', 'spec', 'template', 'spec'],
 };
 
-/** A container as a handler reads it: name and image are always strings ('' when absent). */
+/**
+ * A container as a handler reads it: name and image are always strings ('' when absent).
+ * It is the object's own container, seen through a view: a field set on it (`image`,
+ * `securityContext`, …) is set in the request's object, so `mutate(req.object)` carries it.
+ */
 export interface Container {
-  /** Its field path, as validation prints it: "spec.template.spec.containers[0]". */
-  path: string;
+  /** Its field path, as validation prints it: "spec.template.spec.containers[0]". Not a field of the object. */
+  readonly path: string;
   name: string;
   image: string;
   [field: string]: unknown;
@@ -32,7 +36,8 @@ export interface Container {
 
 /**
  * The pod spec of a request's object (Pod, PodTemplate, workloads, Jobs, CronJobs), with
- * its field path and its containers, each with its own field path.
+ * its field path and its containers, each with its own field path. All are live: a change
+ * to `spec` or to a container lands in `req.object`.
  */
 export function podSpecOfRequest(
   req: AdmissionRequest,
@@ -40,12 +45,31 @@ export function podSpecOfRequest(
   const at = req.object ? podSpecOf(req.object, req.kind.group, req.kind.kind) : undefined;
   if (!at) return undefined;
   const list = Array.isArray(at.spec.containers) ? (at.spec.containers as unknown[]) : [];
-  const text = (v: unknown) => (typeof v === 'string' ? v : '');
-  const containers = list.map((c, i) => {
-    const o = isObject(c) ? c : {};
-    return { ...o, path: `${at.path}.containers[${i}]`, name: text(o.name), image: text(o.image) };
-  });
+  // An entry that is not an object has no fields to change: a detached {} stands in for it.
+  const containers = list.map((c, i) =>
+    liveContainer(isObject(c) ? c : {}, `${at.path}.containers[${i}]`),
+  );
   return { ...at, containers };
+}
+
+/**
+ * A view of `container` that reads name and image as strings and adds `path`, without
+ * copying: a copy would let a handler's change be silently lost. Only reads are shaped;
+ * every write (but to `path`, refused) goes to the container itself, and its keys are the
+ * container's own, without `path`.
+ */
+function liveContainer(container: Record<string, unknown>, path: string): Container {
+  const text = (v: unknown) => (typeof v === 'string' ? v : '');
+  return new Proxy(container, {
+    get(target, key, receiver) {
+      if (key === 'path') return path;
+      if (key === 'name' || key === 'image') return text(target[key]);
+      return Reflect.get(target, key, receiver) as unknown;
+    },
+    set(target, key, value, receiver) {
+      return key !== 'path' && Reflect.set(target, key, value, receiver);
+    },
+  }) as Container;
 }
 
 export function podSpecOf(obj: unknown, group: string, kind: string): PodSpecAt | undefined {

@@ -29,11 +29,11 @@ import {
 
 const RUNS = runsOf(6_000);
 const PATHS = [
-  '/mutate/defaults',
-  '/validate/names',
-  '/validate/policies',
-  '/mutate/policies',
-  '/validate/admissionpolicies',
+  '/mutate/defaults.annex.dev',
+  '/validate/names.annex.dev',
+  '/validate/policies.annex.dev',
+  '/mutate/policies.annex.dev',
+  '/validate/admissionpolicies.annex.dev',
 ];
 
 const container = (name: string) => ({

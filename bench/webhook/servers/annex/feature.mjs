@@ -1,5 +1,6 @@
 // The two bench rules as a user writes them with annex's public API (README "Build your
-// own"), served by `annex serve --load` at /validate/bench-names and /mutate/bench-defaults.
+// own"), served by `annex serve --load` at /validate/bench-names.bench.annex.dev and
+// /mutate/bench-defaults.bench.annex.dev.
 import {
   allow,
   defineFeature,
