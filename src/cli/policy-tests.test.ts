@@ -9,6 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { expectOneLineError, runCli } from '../../test/cluster/cli.js';
 import { loadPolicies } from '../policy/load.js';
 import { formatJunit, runTestFiles, type TestRow } from './policy-tests.js';
+import { formatReference } from './policy-tests-schema.js';
 
 const repo = join(import.meta.dirname, '..', '..');
 const suites = join(repo, 'test', 'policies');
@@ -285,5 +286,14 @@ describe('annex test: bad input is one line naming the file, field or value', ()
     const r = await runCli(['test', ...args(dir, file)]);
     expect(expectOneLineError(r)).toMatch(line);
     expect(r.stdout).toBe('');
+  });
+});
+
+describe('the format reference in docs/policies.md', () => {
+  it('is the rendering of policy-tests-schema.ts (npm run manifests writes it)', () => {
+    const page = readFileSync(join(repo, 'docs', 'policies.md'), 'utf8');
+    const [, section] =
+      /<!-- generated: annex test format -->\n([\s\S]*?)\n<!-- end generated -->/.exec(page) ?? [];
+    expect(section).toBe(formatReference());
   });
 });
