@@ -117,7 +117,7 @@ describe('annex test: mismatches', () => {
     expect(r.stdout).toContain(
       `pinned-images.test.yaml: pinned-images: pinned-images/containers on Pod/latest: got fail, expected pass (spec.containers[0].image: Invalid value: "nginx:latest": must be pinned to a tag other than latest, or to a digest)`,
     );
-    expect(r.stdout).toMatch(/\n28 of 29 as expected, 1 not\n$/);
+    expect(r.stdout).toMatch(/\n40 of 41 as expected, 1 not\n$/);
   });
 
   it('a wrong message: exit 1, what the rule said and what was expected', async () => {
@@ -143,11 +143,11 @@ describe('annex test: mismatches', () => {
     const els = parseXml(r.stdout);
     expect(els[0]).toMatchObject({
       name: 'testsuites',
-      attrs: { name: 'annex test', tests: '29', failures: '1' },
+      attrs: { name: 'annex test', tests: '41', failures: '1' },
     });
     const suitesEls = els.filter((e) => e.name === 'testsuite');
-    expect(suitesEls).toHaveLength(5);
-    expect(els.filter((e) => e.name === 'testcase')).toHaveLength(29);
+    expect(suitesEls).toHaveLength(6);
+    expect(els.filter((e) => e.name === 'testcase')).toHaveLength(41);
     const failures = els.filter((e) => e.name === 'failure');
     expect(failures).toHaveLength(1);
     expect(failures[0]!.attrs.message).toContain(
