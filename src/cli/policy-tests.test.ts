@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { expectOneLineError, runCli } from '../../test/cluster/cli.js';
+import { UserError } from '../errors.js';
 import { loadPolicies } from '../policy/load.js';
 import { formatJunit, runTestFiles, type TestRow } from './policy-tests.js';
 import { formatReference } from './policy-tests-schema.js';
@@ -280,10 +281,24 @@ describe('annex test: bad input is one line naming the file, field or value', ()
       /--output: must be table or junit, got "xml"$/,
     ],
   ];
-  it.each(cases)('%s', async (_, args, line) => {
+  // Each: a UserError (what main.ts prints as one `annex: ` line, exit 1) in-process;
+  // a few also through the built CLI, to see that line and no stack trace.
+  const viaCli = new Set([
+    'a policy file that is not there',
+    'an unknown result word',
+    'malformed YAML',
+    'an unknown --output',
+  ]);
+  it.each(cases)('%s', async (name, args, line) => {
     const dir = copy();
     const file = join(dir, 'test', 'policies', 'pinned-images.test.yaml');
-    const r = await runCli(['test', ...args(dir, file)]);
+    const argv = args(dir, file);
+    if (!argv.includes('-o')) {
+      expect(() => runTestFiles(argv)).toThrow(UserError);
+      expect(() => runTestFiles(argv)).toThrow(line);
+    }
+    if (!viaCli.has(name)) return;
+    const r = await runCli(['test', ...argv]);
     expect(expectOneLineError(r)).toMatch(line);
     expect(r.stdout).toBe('');
   });
