@@ -93,7 +93,7 @@ export const policyTestSchema: JsonSchema = {
           resources: {
             type: 'array',
             description:
-              'Objects of `resources`: `Kind/name` (`Deployment/web`, the kind in any case) or the bare name when only one object has it.',
+              'Objects of `resources`: `Kind/name` (`Deployment/web`, the kind in any case), the bare name when only one object has it, or `namespace/Kind/name` when objects of several namespaces share kind and name.',
             minItems: 1,
             items: { type: 'string', minLength: 1 },
           },

@@ -176,16 +176,21 @@ describe('annex test: mismatches', () => {
   });
 });
 
+/** A new folder with policy.yaml: the AdmissionPolicy `name` with `spec` (indented YAML). */
+function policyDir(name: string, spec: string): string {
+  const dir = mkdtempSync(join(tmpdir(), 'annex-test-'));
+  writeFileSync(
+    join(dir, 'policy.yaml'),
+    `apiVersion: policy.annex.dev/v1alpha1\nkind: AdmissionPolicy\nmetadata: {name: ${name}}\nspec:\n${spec}`,
+  );
+  return dir;
+}
+
 describe('annex test: the request a test describes', () => {
   it('namespaceLabels and userInfo reach the policies (namespaceSelector, CEL request.userInfo)', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'annex-test-'));
-    writeFileSync(
-      join(dir, 'policy.yaml'),
-      `apiVersion: policy.annex.dev/v1alpha1
-kind: AdmissionPolicy
-metadata: {name: prod-owners}
-spec:
-  match:
+    const dir = policyDir(
+      'prod-owners',
+      `  match:
     kinds: [ConfigMap]
     namespaceSelector: {matchLabels: {env: prod}}
   validate:
@@ -219,6 +224,46 @@ results:
     expect(r.stdout).toMatch(/bob-prod +prod-owners +owner +ConfigMap\/settings +fail +fail +✓/);
     expect(r.stdout).toMatch(/\n3 of 3 as expected\n$/);
     expect(r.code).toBe(0);
+  });
+});
+
+describe('annex test: naming objects', () => {
+  it('objects of two namespaces with one kind and name: namespace/Kind/name, shown so in the rows', () => {
+    const dir = policyDir(
+      'shop-only',
+      `  match: {kinds: [ConfigMap], namespaces: [shop]}
+  validate:
+  - {name: label, path: $.metadata.labels.team, required: true}
+`,
+    );
+    writeFileSync(
+      join(dir, 'cms.yaml'),
+      ['shop', 'dev']
+        .map(
+          (ns) => `apiVersion: v1\nkind: ConfigMap\nmetadata: {name: settings, namespace: ${ns}}\n`,
+        )
+        .join('---\n'),
+    );
+    const test = (refs: string) => `apiVersion: policy.annex.dev/v1alpha1
+kind: AdmissionPolicyTest
+metadata: {name: ns}
+policies: [policy.yaml]
+resources: [cms.yaml]
+results:
+- {policy: shop-only, rule: label, resources: [${refs}], result: fail}
+`;
+    writeFileSync(join(dir, 'a.test.yaml'), test('shop/ConfigMap/settings'));
+    expect(runTestFiles([dir]).map((r) => [r.resource, r.result, r.ok])).toEqual([
+      ['shop/ConfigMap/settings', 'fail', true],
+    ]);
+    writeFileSync(join(dir, 'a.test.yaml'), test('dev/configmap/settings'));
+    expect(runTestFiles([dir]).map((r) => [r.resource, r.result, r.ok])).toEqual([
+      ['dev/ConfigMap/settings', 'skip', false],
+    ]);
+    writeFileSync(join(dir, 'a.test.yaml'), test('ConfigMap/settings'));
+    expect(() => runTestFiles([dir])).toThrow(
+      /a\.test\.yaml: results\[0\]\.resources\[0\]: 2 objects are "ConfigMap\/settings": name one as Kind\/name or namespace\/Kind\/name \(shop\/ConfigMap\/settings, dev\/ConfigMap\/settings\)$/,
+    );
   });
 });
 

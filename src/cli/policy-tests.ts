@@ -122,8 +122,32 @@ export function readTests(file: string): PolicyTest[] {
   });
 }
 
-/** `deployment/web` style: how rows name an object, and what expectations may say. */
+/** `Deployment/web`: how rows name an object, and what expectations may say. */
 const refOf = (r: CheckResult) => `${r.kind}/${r.name}`;
+
+/**
+ * How a row names an object among `all`: `Kind/name`, or `namespace/Kind/name` when
+ * another object of the test has the same kind and name.
+ */
+const shownRef = (r: CheckResult, all: readonly CheckResult[]) =>
+  all.some((o) => o !== r && refOf(o) === refOf(r)) ? `${r.namespace ?? ''}/${refOf(r)}` : refOf(r);
+
+/** The objects `ref` names: `name`, `Kind/name` (the kind in any case) or `namespace/Kind/name`. */
+function objectsNamed(ref: string, checked: readonly CheckResult[]): CheckResult[] {
+  const parts = ref.split('/');
+  const [namespace, kind, name] =
+    parts.length === 1
+      ? [undefined, undefined, ref]
+      : parts.length === 2
+        ? [undefined, ...parts]
+        : parts;
+  return checked.filter(
+    (r) =>
+      r.name === name &&
+      (kind === undefined || r.kind.toLowerCase() === kind.toLowerCase()) &&
+      (namespace === undefined || (r.namespace ?? '') === namespace),
+  );
+}
 
 /** The result of `policy`'s rule `rule` in one object's answer, and what the rule said. */
 export function ruleResult(
@@ -182,17 +206,10 @@ export function runTest(file: string, t: PolicyTest): TestRow[] {
       );
     }
     for (const [j, ref] of e.resources.entries()) {
-      // The kind in any case (kubectl's `deployment/web`), the name exactly.
-      const slash = ref.indexOf('/');
-      const [kind, name] =
-        slash < 0 ? [undefined, ref] : [ref.slice(0, slash), ref.slice(slash + 1)];
-      const found = checked.filter(
-        (r) =>
-          r.name === name && (kind === undefined || r.kind.toLowerCase() === kind.toLowerCase()),
-      );
+      const found = ref.split('/').length > 3 ? [] : objectsNamed(ref, checked);
       if (found.length !== 1) {
         throw new UserError(
-          `${where}.resources[${j}]: ${found.length ? `${found.length} objects are named "${ref}": say Kind/name` : `no object "${ref}" in resources (${checked.map(refOf).join(', ') || 'none'})`}`,
+          `${where}.resources[${j}]: ${found.length ? `${found.length} objects are "${ref}": name one as Kind/name or namespace/Kind/name (${found.map((r) => shownRef(r, checked)).join(', ')})` : `no object "${ref}" in resources (${checked.map((r) => shownRef(r, checked)).join(', ') || 'none'})`}`,
         );
       }
       const r = found[0]!;
@@ -203,7 +220,7 @@ export function runTest(file: string, t: PolicyTest): TestRow[] {
         test: t.metadata.name,
         policy: policy.name,
         rule: e.rule,
-        resource: refOf(r),
+        resource: shownRef(r, checked),
         result,
         message,
         expected: e.result,
