@@ -316,6 +316,16 @@ describe('annex test: bad input is one line naming the file, field or value', ()
       /pinned-images\.test\.yaml/,
     ],
     [
+      'an empty file',
+      (_, file) => (writeFileSync(file, '# nothing yet\n'), [file]),
+      /pinned-images\.test\.yaml: no Kubernetes object found$/,
+    ],
+    [
+      'a field of the wrong type',
+      (_, file) => (edit(file, /\npolicies: .*\n/, '\npolicies: pinned-images.yaml\n'), [file]),
+      /pinned-images\.test\.yaml: policies: must be array$/,
+    ],
+    [
       'another kind',
       (_, file) => (edit(file, 'kind: AdmissionPolicyTest', 'kind: Test'), [file]),
       /kind: must be "AdmissionPolicyTest", got "Test"$/,
