@@ -17,7 +17,7 @@ import type { Status } from '../core/status.js';
 import type { KubeObject } from '../core/types.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { expandPaths, label, loadPolicies } from '../policy/load.js';
-import { evaluateAsInstalled } from '../policy/as-installed.js';
+import { evaluateAsInstalled, type InstalledEvaluation } from '../policy/as-installed.js';
 import { vapName } from '../policy/cel/index.js';
 import { evaluateVaps, loadVaps, type VapSet } from '../policy/vap/index.js';
 import type { PolicyDecision } from '../policy/types.js';
@@ -69,6 +69,8 @@ export interface CheckResult {
   audits?: string[];
   /** The AdmissionPolicies that applied to the object; absent when it was refused before any. */
   matched?: string[];
+  /** Rules that could not be evaluated, of policies with failurePolicy Ignore (allowed). */
+  ignored?: InstalledEvaluation['ignored'];
 }
 
 /** kubectl's name for an object in its result lines: `deployment.apps/web`, `configmap/x`. */
@@ -145,6 +147,7 @@ export function checkObject(
     ...(otherDenials.length ? { otherDenials } : {}),
     ...(v?.audits.length ? { audits: v.audits } : {}),
     ...(e.matched ? { matched: e.matched } : {}),
+    ...(e.ignored ? { ignored: e.ignored } : {}),
   };
   if (v?.status && !nativeDenial) return denied(v.status, rest);
   if (!e.allowed && e.status) return denied(e.status, rest);

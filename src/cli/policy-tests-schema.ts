@@ -5,7 +5,7 @@ import type { JsonSchema } from '../core/types.js';
 
 export const TEST_API_VERSION = 'policy.annex.dev/v1alpha1';
 export const TEST_KIND = 'AdmissionPolicyTest';
-/** What a rule can come out as; `error`: the API server refused the object before any policy. */
+/** What a rule can come out as (their meanings: the schema's `result`). */
 export const RESULTS = ['pass', 'fail', 'warn', 'skip', 'error'] as const;
 export type RuleResult = (typeof RESULTS)[number];
 
@@ -100,14 +100,14 @@ export const policyTestSchema: JsonSchema = {
           result: {
             type: 'string',
             description:
-              '`pass`: the policy applied and the rule held (a mutate rule: it ran); `fail`: it failed and the policy denies or audits it; `warn`: it failed and the policy warns (actions [Warn]); `skip`: the policy does not apply to the object (match, exclude, matchConditions); `error`: the API server refused the object before any policy (its own validation).',
+              '`pass`: the policy applied and the rule held (a mutate rule: it ran); `fail`: it failed and the policy denies or audits it; `warn`: it failed and the policy warns (actions [Warn]); `skip`: the policy does not apply to the object (match, exclude, matchConditions); `error`: the API server refused the object before any policy (its own validation), or the rule could not be evaluated on it and its policy has failurePolicy Ignore (with Fail, it is a `fail`).',
             enum: [...RESULTS],
           },
           message: {
             type: 'string',
             minLength: 1,
             description:
-              'A substring of what the rule said: a failed rule\'s causes (`field: message`, joined by `; `); a passed mutate rule\'s patch of the object (`add /spec/containers/0/resources/requests: {"cpu":"100m"}`, every mutate rule\'s, joined by `; `); for `error`, the API server\'s refusal as kubectl prints it.',
+              'A substring of what the rule said: a failed rule\'s causes (`field: message`, joined by `; `); a passed mutate rule\'s patch of the object (`add /spec/containers/0/resources/requests: {"cpu":"100m"}`, every mutate rule\'s, joined by `; `); for `error`, the API server\'s refusal as kubectl prints it, or the evaluation error.',
           },
         },
       },

@@ -227,6 +227,37 @@ results:
   });
 });
 
+describe('annex test: a rule that cannot be evaluated', () => {
+  it('is an error under failurePolicy Ignore (allowed, nothing recorded), a fail under Fail', () => {
+    const spec = (failurePolicy: string) => `  match: {kinds: [ConfigMap]}
+  failurePolicy: ${failurePolicy}
+  mutate:
+  - {name: x, path: $.data.x, setIfAbsent: {y: z}}
+`;
+    const rows = (failurePolicy: string) => {
+      const dir = policyDir('strict', spec(failurePolicy));
+      writeFileSync(
+        join(dir, 'cm.yaml'),
+        'apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: {x: v}\n',
+      );
+      writeFileSync(
+        join(dir, 'a.test.yaml'),
+        `apiVersion: policy.annex.dev/v1alpha1
+kind: AdmissionPolicyTest
+metadata: {name: t}
+policies: [policy.yaml]
+resources: [cm.yaml]
+results:
+- {policy: strict, rule: x, resources: [c], result: error, message: 'Internal error: rule "x": data[x] is not an object'}
+`,
+      );
+      return runTestFiles([dir]).map((r) => [r.result, r.ok]);
+    };
+    expect(rows('Ignore')).toEqual([['error', true]]);
+    expect(rows('Fail')).toEqual([['fail', false]]);
+  });
+});
+
 describe('annex test: naming objects', () => {
   it('objects of two namespaces with one kind and name: namespace/Kind/name, shown so in the rows', () => {
     const dir = policyDir(

@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { Ajv, type ErrorObject } from 'ajv';
 import { readObjects } from '../admission/defaults/input.js';
 import type { JsonObject } from '../admission/defaults/index.js';
+import type { FieldCause } from '../admission/verdict.js';
 import { UserError } from '../errors.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { isDirectory, loadPolicies } from '../policy/load.js';
@@ -157,16 +158,17 @@ export function ruleResult(
 ): { result: RuleResult; message: string } {
   if (!r.matched) return { result: 'error', message: r.message };
   if (!r.matched.includes(policy.name)) return { result: 'skip', message: '' };
+  const said = (causes: readonly FieldCause[]) =>
+    causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message)).join('; ');
+  const ignored = r.ignored?.find((x) => x.policy === policy.name && x.rule === rule);
+  if (ignored) return { result: 'error', message: said(ignored.causes) };
   const d = r.decisions.find((x) => x.policy === policy.name && x.rule === rule);
   if (!d) {
     // A mutate rule that ran: what the object's patch says (of every mutate rule applied).
     const mutates = policy.mutate.some((m) => m.name === rule);
     return { result: 'pass', message: mutates ? (r.patch ?? []).map(opText).join('; ') : '' };
   }
-  const message = d.causes
-    .map((c) => (c.field ? `${c.field}: ${c.message}` : c.message))
-    .join('; ');
-  return { result: d.action === 'Warn' ? 'warn' : 'fail', message };
+  return { result: d.action === 'Warn' ? 'warn' : 'fail', message: said(d.causes) };
 }
 
 /** Every expectation of one test checked: its rows. Bad references are UserErrors naming the field. */

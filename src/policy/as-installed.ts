@@ -117,6 +117,7 @@ export function evaluateAsInstalled(
     ...(all.mutated ? { mutated: all.mutated } : {}),
     decisions: all.decisions,
     ...(all.matched ? { matched: all.matched } : {}),
+    ...(all.ignored ? { ignored: all.ignored } : {}),
   };
 
   const causes = new Map<string, FieldCause[]>();

@@ -156,4 +156,9 @@ export interface Evaluation {
    * name in the order given: what `annex test` reports a rule of the others as `skip` by.
    */
   matched?: string[];
+  /**
+   * Rules that could not be evaluated, of policies with failurePolicy Ignore: the request
+   * is allowed and nothing is recorded, as the API server does; `annex test` reports them.
+   */
+  ignored?: Omit<PolicyDecision, 'action'>[];
 }
