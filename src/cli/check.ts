@@ -17,10 +17,11 @@ import type { Status } from '../core/status.js';
 import type { KubeObject } from '../core/types.js';
 import type { CompiledPolicy } from '../policy/compile.js';
 import { expandPaths, label, loadPolicies } from '../policy/load.js';
-import { evaluateAsInstalled } from '../policy/as-installed.js';
+import { evaluateAsInstalled, type InstalledEvaluation } from '../policy/as-installed.js';
 import { vapName } from '../policy/cel/index.js';
 import { evaluateVaps, loadVaps, type VapSet } from '../policy/vap/index.js';
 import type { PolicyDecision } from '../policy/types.js';
+import type { AdmissionRequest } from '../admission/review.js';
 import { readObjects } from '../admission/defaults/input.js';
 import { createRequest } from './create-request.js';
 import { kubectlCreateErrors, kubectlInvalidText } from './kubectl-text.js';
@@ -40,6 +41,10 @@ export interface CheckOptions {
   native?: boolean;
   /** The cluster's own ValidatingAdmissionPolicies and bindings (`--vap`). */
   vaps?: VapSet;
+  /** Labels of the object's namespace (default only `kubernetes.io/metadata.name`). */
+  namespaceLabels?: Record<string, string>;
+  /** Who sends the request (default nobody: `userInfo: {}`). */
+  userInfo?: AdmissionRequest['userInfo'];
 }
 
 /** What the API server would answer to one object's create. */
@@ -62,6 +67,10 @@ export interface CheckResult {
   otherDenials?: string[];
   /** What the `--vap` policies' Audit bindings record (kubectl prints nothing). */
   audits?: string[];
+  /** The AdmissionPolicies that applied to the object; absent when it was refused before any. */
+  matched?: string[];
+  /** Rules that could not be evaluated, of policies with failurePolicy Ignore (allowed). */
+  ignored?: InstalledEvaluation['ignored'];
 }
 
 /** kubectl's name for an object in its result lines: `deployment.apps/web`, `configmap/x`. */
@@ -89,7 +98,10 @@ export function checkObject(
   const suffix = randomSuffix();
   const { names } = nameCauses(obj, suffix);
   if (names.name) meta.name = names.name;
-  const request = createRequest(rendered);
+  const request = {
+    ...createRequest(rendered),
+    ...(options.userInfo ? { userInfo: options.userInfo } : {}),
+  };
   const { name, namespace } = request;
   const base = { source, apiVersion, kind, ...(namespace ? { namespace } : {}), name };
   const denied = (status: Status, rest: Partial<CheckResult> = {}): CheckResult => ({
@@ -107,17 +119,18 @@ export function checkObject(
   if (refusal) return denied(refusal);
 
   const annexNamespace = options.annexNamespace ? { annexNamespace: options.annexNamespace } : {};
+  const labels = options.namespaceLabels ? { namespaceLabels: options.namespaceLabels } : {};
   const e = evaluateAsInstalled(
     policies,
     request,
     { native: options.native ?? true, ...annexNamespace },
-    annexNamespace,
+    { ...annexNamespace, ...labels },
   );
   const patch = e.mutated ? jsonPatch(rendered, e.mutated) : undefined;
   // The cluster's VAPs: in the same plugin as the native AdmissionPolicies, after every
   // mutation and before annex's validating webhook.
   const v = options.vaps
-    ? evaluateVaps(options.vaps, e.mutated ? { ...request, object: e.mutated } : request)
+    ? evaluateVaps(options.vaps, e.mutated ? { ...request, object: e.mutated } : request, labels)
     : undefined;
   // A native AdmissionPolicy's denial and a --vap one come from the same plugin, in no
   // fixed order; annex's webhook answers only when no VAP denies.
@@ -133,6 +146,8 @@ export function checkObject(
     ...(patch ? { patch } : {}),
     ...(otherDenials.length ? { otherDenials } : {}),
     ...(v?.audits.length ? { audits: v.audits } : {}),
+    ...(e.matched ? { matched: e.matched } : {}),
+    ...(e.ignored ? { ignored: e.ignored } : {}),
   };
   if (v?.status && !nativeDenial) return denied(v.status, rest);
   if (!e.allowed && e.status) return denied(e.status, rest);
@@ -155,7 +170,8 @@ export function checkFiles(
   );
 }
 
-const opText = (op: PatchOp) =>
+/** One patch operation as `annex check` prints it: `add /spec/x: {"a":1}`. */
+export const opText = (op: PatchOp) =>
   'value' in op ? `${op.op} ${op.path}: ${JSON.stringify(op.value)}` : `${op.op} ${op.path}`;
 
 /**

@@ -14,6 +14,7 @@ import { register as check } from './check.js';
 import { register as migrate } from './migrate.js';
 import { register as policy } from './policy.js';
 import { register as install } from './install.js';
+import { register as policyTests } from './policy-tests.js';
 
 // The package's own package.json: two levels up from src/cli/ and from dist/cli/ alike.
 const { version } = JSON.parse(
@@ -37,6 +38,7 @@ for (const register of [
   migrate,
   policy,
   install,
+  policyTests,
 ])
   register(program);
 

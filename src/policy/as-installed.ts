@@ -113,7 +113,12 @@ export function evaluateAsInstalled(
   // Every mutation (the API server's, then the webhook's) before any validation: the
   // chain's order, so one evaluation gives the final object and every policy's causes.
   const all = evaluate([...apiServer, ...webhook], request, ctx);
-  const base = { ...(all.mutated ? { mutated: all.mutated } : {}), decisions: all.decisions };
+  const base = {
+    ...(all.mutated ? { mutated: all.mutated } : {}),
+    decisions: all.decisions,
+    ...(all.matched ? { matched: all.matched } : {}),
+    ...(all.ignored ? { ignored: all.ignored } : {}),
+  };
 
   const causes = new Map<string, FieldCause[]>();
   for (const d of all.decisions)

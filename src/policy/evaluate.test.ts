@@ -93,7 +93,8 @@ describe('evaluate: validation', () => {
 
   it('allows what every policy accepts', () => {
     const e = evaluate([names, tags], request(deployment('web', ['nginx:1.27'])));
-    expect(e).toEqual({ allowed: true, warnings: [], decisions: [] });
+    // Both applied (what `annex test` tells a passed rule from a skipped one by).
+    expect(e).toEqual({ allowed: true, warnings: [], decisions: [], matched: ['names', 'tags'] });
   });
 
   it('checks every match, each reported with its own field path, all folded into one Status', () => {
@@ -362,6 +363,9 @@ describe('evaluate: evaluation errors follow failurePolicy', () => {
       allowed: true,
       warnings: [],
       decisions: [],
+      matched: ['f'],
+      // Not a decision: what `annex test` reports as the rule's `error`.
+      ignored: [{ policy: 'f', rule: expect.any(String), causes: [expect.any(Object)] }],
     });
   });
 

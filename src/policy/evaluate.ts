@@ -224,10 +224,11 @@ export function evaluate(
   ctx: EvaluateContext = {},
 ): Evaluation {
   const failures: { policy: CompiledPolicy; rule: string; causes: FieldCause[] }[] = [];
+  const ignored: NonNullable<Evaluation['ignored']> = [];
   const fail = (policy: CompiledPolicy, rule: { name: string; path: string }, e: unknown) => {
-    if (policy.failurePolicy === 'Fail') {
-      failures.push({ policy, rule: rule.name, causes: [internalError(rule, e)] });
-    }
+    const failure = { rule: rule.name, causes: [internalError(rule, e)] };
+    if (policy.failurePolicy === 'Fail') failures.push({ policy, ...failure });
+    else ignored.push({ policy: policy.name, ...failure });
   };
   /** VAP's matchConditions, on the request's object: false skips the policy; an error fails it. */
   const conditionsMet = (p: CompiledPolicy) => {
@@ -335,5 +336,7 @@ export function evaluate(
     warnings: boundWarnings(warnings),
     ...(mutated && object ? { mutated: object } : {}),
     decisions,
+    matched: matching.map((p) => p.name),
+    ...(ignored.length ? { ignored } : {}),
   };
 }

@@ -9,6 +9,15 @@ import { PolicyCompileError } from './types.js';
 
 const MANIFEST = /\.(ya?ml|json)$/;
 
+/** Whether a path named on the command line is a folder; a UserError when it is not there. */
+export function isDirectory(p: string): boolean {
+  try {
+    return statSync(p).isDirectory();
+  } catch {
+    throw new UserError(`${p}: no such file or directory`);
+  }
+}
+
 /** Files named on the command line; a folder contributes its .yaml, .yml and .json files (not recursive, as kubectl -f). */
 export function expandPaths(paths: readonly string[]): string[] {
   const out: string[] = [];
@@ -17,13 +26,7 @@ export function expandPaths(paths: readonly string[]): string[] {
       out.push(p);
       continue;
     }
-    let dir = false;
-    try {
-      dir = statSync(p).isDirectory();
-    } catch {
-      throw new UserError(`${p}: no such file or directory`);
-    }
-    if (!dir) {
+    if (!isDirectory(p)) {
       out.push(p);
       continue;
     }

@@ -151,4 +151,14 @@ export interface Evaluation {
   /** The object after mutate rules, when any changed it. */
   mutated?: AdmissionRequest['object'];
   decisions: PolicyDecision[];
+  /**
+   * The policies that applied to the request (match, exclude and matchConditions), by
+   * name in the order given: what `annex test` reports a rule of the others as `skip` by.
+   */
+  matched?: string[];
+  /**
+   * Rules that could not be evaluated, of policies with failurePolicy Ignore: the request
+   * is allowed and nothing is recorded, as the API server does; `annex test` reports them.
+   */
+  ignored?: Omit<PolicyDecision, 'action'>[];
 }
