@@ -50,6 +50,8 @@ export interface ControllerOptions {
   annexNamespace: string;
   /** annex's serving certificate (PEM; '' when unreadable): the caBundle must verify it. */
   servingCert(): string;
+  /** Called after every change of the policy set (the background scans follow it). */
+  policiesChanged?(): void;
 }
 
 export class PolicyController {
@@ -129,6 +131,7 @@ export class PolicyController {
       this.registrationsChanged();
     }
     this.writes?.add(CEL);
+    this.opts.policiesChanged?.();
   }
 
   private async applyNative(): Promise<void> {

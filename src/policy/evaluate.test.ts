@@ -93,7 +93,12 @@ describe('evaluate: validation', () => {
 
   it('allows what every policy accepts', () => {
     const e = evaluate([names, tags], request(deployment('web', ['nginx:1.27'])));
-    expect(e).toEqual({ allowed: true, warnings: [], decisions: [] });
+    expect(e).toEqual({
+      allowed: true,
+      warnings: [],
+      decisions: [],
+      matched: [names.name, tags.name],
+    });
   });
 
   it('checks every match, each reported with its own field path, all folded into one Status', () => {
@@ -362,6 +367,7 @@ describe('evaluate: evaluation errors follow failurePolicy', () => {
       allowed: true,
       warnings: [],
       decisions: [],
+      matched: ['f'],
     });
   });
 

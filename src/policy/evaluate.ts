@@ -335,5 +335,6 @@ export function evaluate(
     warnings: boundWarnings(warnings),
     ...(mutated && object ? { mutated: object } : {}),
     decisions,
+    matched: matching.map((p) => p.name),
   };
 }

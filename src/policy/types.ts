@@ -151,4 +151,9 @@ export interface Evaluation {
   /** The object after mutate rules, when any changed it. */
   mutated?: AdmissionRequest['object'];
   decisions: PolicyDecision[];
+  /**
+   * The policies that matched the request and whose matchConditions held (or failed to
+   * evaluate), by name: what background scans report as evaluated rather than skipped.
+   */
+  matched?: string[];
 }
