@@ -76,7 +76,10 @@ export class BackgroundScanner {
     this.caches = undefined;
   }
 
-  /** The policy set changed (the controller's watch): watch what it matches, scan again. */
+  /**
+   * The policy set changed (the controller's watch), or a namespace's labels did (what a
+   * namespaceSelector selects): watch what the policies match, scan again.
+   */
   policiesChanged(): void {
     if (this.caches) this.scanAllSoon();
   }

@@ -107,6 +107,7 @@ export function policyFeature(settings: PolicyConfig, at: PolicyPlacement): Feat
       }
     },
     policiesChanged: () => scanner?.policiesChanged(),
+    ...(scanner ? { namespaceLabelsChanged: () => scanner.policiesChanged() } : {}),
   });
 
   return {

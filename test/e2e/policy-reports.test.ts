@@ -14,6 +14,7 @@ import {
   ensureAnnexService,
   featureRegistrations,
   installPolicyCrd,
+  pointAtTestAnnex,
   startTestAnnex,
   type TestAnnex,
 } from '../cluster/annex.js';
@@ -34,6 +35,8 @@ describeCluster('PolicyReports from background scans, live', (c: ClusterInfo) =>
   let ns = '';
   let other = '';
   let a: TestAnnex;
+  let b: TestAnnex;
+  let aStopped = false;
   let registered: any[] = [];
   const viewer = 'report-viewer';
 
@@ -59,11 +62,14 @@ describeCluster('PolicyReports from background scans, live', (c: ClusterInfo) =>
       deploymentIn(ns, 'api', { image: 'nginx:1.27' }),
       deploymentIn(other, 'web', { image: 'nginx:latest' }),
     ]);
-    a = await startTestAnnex({
+    const settings = {
       admission: { names: { enabled: false }, defaults: { enabled: false } },
       metrics: { enabled: false },
       policy: { enabled: true, native: false, reports: { enabled: true, resyncSeconds: 10 } },
-    } as any);
+    } as any;
+    a = await startTestAnnex(settings);
+    // A second replica: its own caches, its own scans, the same reports.
+    b = await startTestAnnex({ ...settings, tls: { dir: a.certsDir } });
     registered = featureRegistrations(a, 'policy', {
       webhooks: ['policies.annex.dev'],
       namespace: ns,
@@ -95,7 +101,8 @@ describeCluster('PolicyReports from background scans, live', (c: ClusterInfo) =>
     await kubectl(['delete', 'admissionpolicies', `pinned-images-${ns}`, '--wait=false']);
     await deleteObjects(registered);
     await kubectl(['delete', 'namespace', ns, other, '--wait=false']);
-    await a?.stop();
+    await b?.stop();
+    if (!aStopped) await a?.stop();
   });
 
   it('a policy applied to a namespace that already breaks it: the report shows the failures', async () => {
@@ -193,5 +200,28 @@ describeCluster('PolicyReports from background scans, live', (c: ClusterInfo) =>
     // The policy matches Pods and six workload kinds: each cached, with its count.
     expect(line).toMatch(/scan caches: .*apps\/deployments \d+/);
     expect(line).toMatch(/\bpods \d+/);
+  });
+
+  // Last: it stops replica A.
+  it('a second replica serves the same report when the first is gone', async () => {
+    const strip = (r: any) => ({
+      summary: r.summary,
+      results: r.results.map(({ timestamp: _, ...x }: any) => x),
+    });
+    const fromA = strip(await report());
+    const toB = pointAtTestAnnex(
+      structuredClone(registered.filter((o) => o.kind === 'APIService')),
+      b.port,
+      b.caBundle,
+    );
+    await applyObjects(toB);
+    await a.stop();
+    aStopped = true;
+    // Whoever answers now is B (A is gone): its report equals A's, timestamps aside.
+    const fromB = await eventually(async () => {
+      const r = await kubectl(['get', 'policyreports', '-n', ns, 'annex-policies', '-o', 'json']);
+      return r.code === 0 ? strip(JSON.parse(r.stdout)) : undefined;
+    }, 30_000);
+    expect(fromB).toEqual(fromA);
   });
 });
