@@ -21,11 +21,17 @@ const cachedObjects = gauge({
   labelNames: ['resource'],
 });
 
+/** What the scanner reads of the caches (kind-caches.ts). */
+export type Caches = Pick<KindCaches, 'sync' | 'entries' | 'sizes' | 'stop'>;
+
 export interface ScannerOptions {
   annexNamespace: string;
   /** Every object evaluated again this often, whatever changed. */
   resyncSeconds: number;
 }
+
+/** The longest a scan runs before it lets the event loop answer reviews. */
+const SLICE_MS = 10;
 
 /** Coalesces calls into one run after `ms`. */
 function debounced(ms: number, run: () => void) {
@@ -44,7 +50,7 @@ export class BackgroundScanner {
   /** PolicyReports (namespaced) and the ClusterPolicyReport (namespace ''). */
   readonly namespaced = new ObjectStore();
   readonly cluster = new ObjectStore();
-  private caches: KindCaches | undefined;
+  private caches: Caches | undefined;
   private log: Logger | undefined;
   /** By namespace ('' = cluster-scoped), by object key: each object's latest results. */
   private readonly results = new Map<string, Map<string, ObjectResults>>();
@@ -53,6 +59,8 @@ export class BackgroundScanner {
   private unscannable: string[] = [];
   private resync: NodeJS.Timeout | undefined;
   private readonly scanAllSoon = debounced(200, () => this.scanAll());
+  private scanning: Promise<void> | undefined;
+  private again = false;
   private readonly flushSoon = debounced(100, () => this.flush());
 
   constructor(
@@ -60,9 +68,15 @@ export class BackgroundScanner {
     private readonly opts: ScannerOptions,
   ) {}
 
-  start(kube: KubeClient, log: Logger): void {
+  /** `caches`: the kinds' caches (tests give their own; default list+watch through `kube`). */
+  start(
+    kube: KubeClient,
+    log: Logger,
+    caches: (onEvent: (e: CacheEvent) => void) => Caches = (onEvent) =>
+      new KindCaches(kube, this.log!, onEvent),
+  ): void {
     this.log = log.child({ component: 'scan' });
-    this.caches = new KindCaches(kube, this.log, (e) => this.onCache(e));
+    this.caches = caches((e) => this.onCache(e));
     this.resync = setInterval(() => this.scanAll(), this.opts.resyncSeconds * 1000);
     this.resync.unref();
     this.scanAllSoon();
@@ -143,8 +157,32 @@ export class BackgroundScanner {
     this.dirty.add(ns);
   }
 
-  /** Watches what the policies match and evaluates every cached object again. */
+  /**
+   * Watches what the policies match and evaluates every cached object again, one pass at a
+   * time (a pass asked for meanwhile runs once after).
+   */
   private scanAll(): void {
+    if (this.scanning) {
+      this.again = true;
+      return;
+    }
+    this.scanning = this.scanPass()
+      .catch((e: Error) => this.log?.error({ error: e.message }, 'scan failed'))
+      .finally(() => {
+        this.scanning = undefined;
+        if (this.again) {
+          this.again = false;
+          this.scanAll();
+        }
+      });
+  }
+
+  /**
+   * One pass, yielding to the event loop every SLICE_MS so that reviews are answered while
+   * thousands of objects are scanned. Objects are read live from the caches: one deleted
+   * meanwhile is not visited; one changed meanwhile is scanned by its own event too.
+   */
+  private async scanPass(): Promise<void> {
     const caches = this.caches;
     if (!caches) return;
     const { kinds, unscannable } = scanKinds(this.state.set.policies);
@@ -152,11 +190,17 @@ export class BackgroundScanner {
     caches.sync(kinds);
     const before = new Map([...this.results].map(([ns, m]) => [ns, new Set(m.keys())]));
     const t0 = performance.now();
+    let slice = t0;
     let n = 0;
     for (const [k, o] of caches.entries()) {
       this.scanOne(k, o);
       before.get(o.metadata.namespace ?? '')?.delete(this.keyOf(k, o));
       n++;
+      if (performance.now() - slice > SLICE_MS) {
+        await new Promise((r) => setImmediate(r));
+        if (this.caches !== caches) return; // stopped
+        slice = performance.now();
+      }
     }
     // What was not seen again (its kind no longer matched, or gone during a relist).
     for (const [ns, gone] of before) {
