@@ -30,6 +30,9 @@ export interface ScannerOptions {
   resyncSeconds: number;
 }
 
+/** Report versions kept for watchers (see `namespaced`). */
+const REPORT_HISTORY = 100;
+
 /** The longest a scan runs before it lets the event loop answer reviews. */
 const SLICE_MS = 10;
 
@@ -47,9 +50,13 @@ function debounced(ms: number, run: () => void) {
 }
 
 export class BackgroundScanner {
-  /** PolicyReports (namespaced) and the ClusterPolicyReport (namespace ''). */
-  readonly namespaced = new ObjectStore();
-  readonly cluster = new ObjectStore();
+  /**
+   * PolicyReports (namespaced) and the ClusterPolicyReport (namespace ''). Their watch
+   * history holds whole reports (a namespace's report is ~3 KB per object), so it is kept
+   * short: a watcher that falls further behind gets 410 Expired and lists again.
+   */
+  readonly namespaced = new ObjectStore({ historyLimit: REPORT_HISTORY });
+  readonly cluster = new ObjectStore({ historyLimit: REPORT_HISTORY });
   private caches: Caches | undefined;
   private log: Logger | undefined;
   /** By namespace ('' = cluster-scoped), by object key: each object's latest results. */
