@@ -163,4 +163,26 @@ describe('BackgroundScanner', () => {
     });
     s.stop();
   });
+
+  it("a namespaceSelector follows the namespace's labels when they change", async () => {
+    const selective: AdmissionPolicy = {
+      ...pinned,
+      metadata: { name: 'pinned-team-a', generation: 1, uid: 'p3' },
+      spec: {
+        ...pinned.spec,
+        match: { ...pinned.spec.match, namespaceSelector: { matchLabels: { team: 'a' } } },
+      },
+    };
+    const { s, state, caches } = scanner([selective]);
+    state.namespaceLabels.set('shop', { 'kubernetes.io/metadata.name': 'shop' });
+    caches.put(DEPLOYMENTS, deployment('shop', 'web', 'nginx:latest'), false);
+    s.policiesChanged();
+    await settle();
+    expect(s.namespaced.snapshot().items).toEqual([]);
+    state.namespaceLabels.set('shop', { 'kubernetes.io/metadata.name': 'shop', team: 'a' });
+    s.policiesChanged(); // what the controller calls on a label change
+    await settle();
+    expect(reportOf(s, 'shop').summary.fail).toBe(1);
+    s.stop();
+  });
 });
