@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { KubeObject } from '../core/types.js';
 import type { KubeClient } from '../kube/client.js';
 import { createLogger } from '../log.js';
-import { BackgroundScanner, type Caches } from './background.js';
-import type { CacheEvent } from './kind-caches.js';
+import { BackgroundScanner, cacheState, type Caches } from './background.js';
+import type { CacheEvent, CacheSize } from './kind-caches.js';
 import { kindKey, type ScanKind } from './scan.js';
 import { policyState } from './state.js';
 import type { AdmissionPolicy } from './types.js';
@@ -32,7 +32,7 @@ class FakeCaches implements Caches {
   *entries(): Iterable<[ScanKind, KubeObject]> {
     for (const e of this.objects.values()) if (this.watched.includes(kindKey(e[0]))) yield e;
   }
-  sizes() {
+  sizes(): CacheSize[] {
     return [];
   }
   stop() {}
@@ -183,6 +183,21 @@ describe('BackgroundScanner', () => {
     s.policiesChanged(); // what the controller calls on a label change
     await settle();
     expect(reportOf(s, 'shop').summary.fail).toBe(1);
+    s.stop();
+  });
+
+  it('/readyz?verbose: objects per kind, and why a kind cannot be listed', () => {
+    const size = { resource: 'pods', objects: 12, synced: true, error: '' };
+    expect(cacheState(size)).toBe('12');
+    expect(cacheState({ ...size, objects: 0, synced: false, error: 'forbidden' })).toBe(
+      'not listed yet (forbidden: annex may not list or watch it)',
+    );
+    const { s, caches } = scanner([pinned]);
+    caches.sizes = () => [
+      size,
+      { resource: 'apps/deployments', objects: 3, synced: true, error: '' },
+    ];
+    expect(s.report()).toBe('scan caches: pods 12, apps/deployments 3');
     s.stop();
   });
 });

@@ -10,7 +10,7 @@ import type { KubeObject } from '../core/types.js';
 import type { KubeClient } from '../kube/client.js';
 import type { Logger } from '../log.js';
 import type { EvaluateContext } from './evaluate.js';
-import { KindCaches, type CacheEvent } from './kind-caches.js';
+import { KindCaches, type CacheEvent, type CacheSize } from './kind-caches.js';
 import { buildReport, type ObjectResults } from './report.js';
 import { kindKey, scanKinds, scanObject, type ScanKind } from './scan.js';
 import type { PolicyState } from './state.js';
@@ -35,6 +35,13 @@ const REPORT_HISTORY = 100;
 
 /** The longest a scan runs before it lets the event loop answer reviews. */
 const SLICE_MS = 10;
+
+/** `12`; `12 (forbidden)` when its watch fails now; `not listed yet (forbidden)`. */
+export function cacheState(s: CacheSize): string {
+  const why = s.error === 'forbidden' ? 'forbidden: annex may not list or watch it' : s.error;
+  const count = s.synced ? String(s.objects) : 'not listed yet';
+  return why ? `${count} (${why})` : count;
+}
 
 /** Coalesces calls into one run after `ms`. */
 function debounced(ms: number, run: () => void) {
@@ -109,9 +116,7 @@ export class BackgroundScanner {
   report(): string | undefined {
     const sizes = this.caches?.sizes() ?? [];
     if (!sizes.length && !this.unscannable.length) return undefined;
-    const kinds = sizes
-      .map((s) => `${s.resource} ${s.synced ? s.objects : 'not listed yet'}`)
-      .join(', ');
+    const kinds = sizes.map((s) => `${s.resource} ${cacheState(s)}`).join(', ');
     const not = this.unscannable.length
       ? `; not scanned (no listable kind): ${this.unscannable.slice(0, 5).join(', ')}${this.unscannable.length > 5 ? ` and ${this.unscannable.length - 5} more` : ''}`
       : '';

@@ -3,7 +3,7 @@
 // kind and stopped when none does. Objects are kept without managedFields (the largest
 // part of most objects, and nothing a policy reads); read-only.
 import type { KubeObject } from '../core/types.js';
-import type { KubeClient } from '../kube/client.js';
+import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import { kindKey, type ScanKind } from './scan.js';
@@ -16,6 +16,8 @@ interface Cache {
   kind: ScanKind;
   objects: Map<string, KubeObject>;
   synced: boolean;
+  /** Why the last list or watch failed ('' once it works again). */
+  error: string;
   stop: () => void;
 }
 
@@ -26,6 +28,16 @@ function trimmed(o: KubeObject): KubeObject {
   const metadata = { ...o.metadata };
   delete metadata.managedFields;
   return { ...o, metadata };
+}
+
+export interface CacheSize {
+  /** `pods`, `apps/deployments`. */
+  resource: string;
+  objects: number;
+  /** Listed at least once. */
+  synced: boolean;
+  /** Why its list or watch fails now ('forbidden': RBAC), or ''. */
+  error: string;
 }
 
 export const listPath = (k: ScanKind) =>
@@ -53,13 +65,14 @@ export class KindCaches {
   }
 
   private start(key: string, kind: ScanKind): void {
-    const cache: Cache = { kind, objects: new Map(), synced: false, stop: () => {} };
+    const cache: Cache = { kind, objects: new Map(), synced: false, error: '', stop: () => {} };
     this.caches.set(key, cache);
     cache.stop = startWatch<KubeObject>(
       this.kube,
       listPath(kind),
       {},
       (e) => {
+        cache.error = '';
         if (e.type === 'BOOKMARK') return;
         if (e.type === 'RELISTED') {
           cache.objects = new Map(e.items.map((o) => [objectKey(o), trimmed(o)]));
@@ -75,7 +88,9 @@ export class KindCaches {
         }
       },
       (err) => {
-        // A kind annex may not list (RBAC) stays unsynced: /readyz?verbose says so.
+        // A kind annex may not list (RBAC) stays unsynced: /readyz?verbose says why.
+        const forbidden = err instanceof KubeApiError && err.code === 403;
+        cache.error = forbidden ? 'forbidden' : err.message.slice(0, 160);
         this.log.warn({ resource: key, error: err.message }, 'scan cache watch failed; retrying');
       },
     );
@@ -91,11 +106,12 @@ export class KindCaches {
   }
 
   /** Objects per kind (`pods 12`, `apps/deployments 3`), and the kinds not listed yet. */
-  sizes(): { resource: string; objects: number; synced: boolean }[] {
+  sizes(): CacheSize[] {
     return [...this.caches.values()].map((c) => ({
       resource: c.kind.group ? `${c.kind.group}/${c.kind.resource}` : c.kind.resource,
       objects: c.objects.size,
       synced: c.synced,
+      error: c.error,
     }));
   }
 
