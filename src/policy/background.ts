@@ -118,7 +118,7 @@ export class BackgroundScanner {
     if (!sizes.length && !this.unscannable.length) return undefined;
     const kinds = sizes.map((s) => `${s.resource} ${cacheState(s)}`).join(', ');
     const not = this.unscannable.length
-      ? `; not scanned (no listable kind): ${this.unscannable.slice(0, 5).join(', ')}${this.unscannable.length > 5 ? ` and ${this.unscannable.length - 5} more` : ''}`
+      ? `; not scanned: ${this.unscannable.slice(0, 5).join(', ')}${this.unscannable.length > 5 ? ` and ${this.unscannable.length - 5} more` : ''}`
       : '';
     return `scan caches: ${kinds || 'none'}${not}`;
   }

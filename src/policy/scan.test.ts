@@ -69,6 +69,18 @@ describe('scanKinds', () => {
     expect(unscannable).toEqual(['w: */*/*']);
   });
 
+  it('never Secrets: a report would quote their values to whoever reads reports', () => {
+    const p = policy('s', {
+      match: { kinds: ['Secret', 'ConfigMap'] },
+      validate: [{ name: 'n', path: '$.metadata.name', nameRule: 'dns1123Label' }],
+    });
+    const { kinds, unscannable } = scanKinds([p]);
+    expect(kinds.map((k) => k.kind)).toEqual(['ConfigMap']);
+    expect(unscannable).toEqual([
+      's: /v1/secrets (Secrets are never scanned: a report would quote their values)',
+    ]);
+  });
+
   it('leaves out policies with nothing to validate and DELETE-only policies', () => {
     const mutateOnly = policy('m', {
       match: { kinds: ['Pod'] },

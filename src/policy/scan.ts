@@ -39,9 +39,15 @@ const KIND_OF = new Map(
 );
 
 /**
+ * Secrets are never cached nor scanned: a failed rule's message quotes the value it judged,
+ * and a report is read by whoever may read reports, not only by who may read the Secret.
+ */
+const NOT_SECRETS = 'Secrets are never scanned: a report would quote their values';
+
+/**
  * The kinds these policies match that a scan can list: every rule's explicit
- * group/version/resource of a kind annex knows (match.kinds always are). Wildcards,
- * subresources and resources of unknown kinds are returned apart, to be reported.
+ * group/version/resource of a kind annex knows (match.kinds always are), Secrets aside.
+ * Wildcards, subresources and resources of unknown kinds are returned apart, to be reported.
  */
 export function scanKinds(policies: readonly CompiledPolicy[]): {
   kinds: ScanKind[];
@@ -58,7 +64,8 @@ export function scanKinds(policies: readonly CompiledPolicy[]): {
           for (const resource of r.resources) {
             const key = kindKey({ group, version, resource });
             const kind = KIND_OF.get(key);
-            if (kind) kinds.set(key, { group, version, resource, kind });
+            if (kind === 'Secret') unscannable.add(`${p.name}: ${key} (${NOT_SECRETS})`);
+            else if (kind) kinds.set(key, { group, version, resource, kind });
             else unscannable.add(`${p.name}: ${key}`);
           }
     }
