@@ -30,12 +30,22 @@ export interface PolicyConfig {
     /** How long one peer may take to answer before its decisions are left out. */
     peerTimeoutMs: number;
   };
+  /** Background scans of existing objects, served as PolicyReports (wgpolicyk8s.io). */
+  reports: {
+    /**
+     * Scan the objects every policy matches (list+watch of those kinds: RBAC must allow
+     * it) and serve the results as PolicyReport / ClusterPolicyReport, from memory.
+     */
+    enabled: boolean;
+    /** Every cached object is evaluated again this often, whatever changed. */
+    resyncSeconds: number;
+  };
 }
 
 export const policyConfig = declareConfig<PolicyConfig>({
   type: 'object',
   additionalProperties: false,
-  required: ['enabled', 'directory', 'instance', 'events', 'native', 'decisionLog'],
+  required: ['enabled', 'directory', 'instance', 'events', 'native', 'decisionLog', 'reports'],
   properties: {
     enabled: { type: 'boolean', default: false },
     directory: { type: 'string', minLength: 1, default: 'policies' },
@@ -52,6 +62,16 @@ export const policyConfig = declareConfig<PolicyConfig>({
         peers: { type: 'array', items: { type: 'string', pattern: '^https://' }, default: [] },
         discoverPeers: { type: 'boolean', default: false },
         peerTimeoutMs: { type: 'integer', minimum: 1, default: 2000 },
+      },
+    },
+    reports: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['enabled', 'resyncSeconds'],
+      default: filledIn<PolicyConfig['reports']>(),
+      properties: {
+        enabled: { type: 'boolean', default: false },
+        resyncSeconds: { type: 'integer', minimum: 10, default: 300 },
       },
     },
   },

@@ -50,6 +50,10 @@ export interface ControllerOptions {
   annexNamespace: string;
   /** annex's serving certificate (PEM; '' when unreadable): the caBundle must verify it. */
   servingCert(): string;
+  /** Called after every change of the policy set (the background scans follow it). */
+  policiesChanged?(): void;
+  /** Called when a namespace's labels change (namespaceSelector: the scans follow it). */
+  namespaceLabelsChanged?(): void;
 }
 
 export class PolicyController {
@@ -129,6 +133,7 @@ export class PolicyController {
       this.registrationsChanged();
     }
     this.writes?.add(CEL);
+    this.opts.policiesChanged?.();
   }
 
   private async applyNative(): Promise<void> {
@@ -266,12 +271,19 @@ export class PolicyController {
         {},
         (e) => {
           const labels = this.state.namespaceLabels;
+          if (e.type === 'BOOKMARK') return;
+          const name = e.type === 'RELISTED' ? '' : e.object.metadata.name;
+          const before = JSON.stringify(labels.get(name));
           if (e.type === 'RELISTED') {
             labels.clear();
             for (const o of e.items) labels.set(o.metadata.name, o.metadata.labels ?? {});
-          } else if (e.type === 'DELETED') labels.delete(e.object.metadata.name);
-          else if (e.type !== 'BOOKMARK')
-            labels.set(e.object.metadata.name, e.object.metadata.labels ?? {});
+          } else if (e.type === 'DELETED') labels.delete(name);
+          else labels.set(name, e.object.metadata.labels ?? {});
+          // A relist may have changed any; an event, the one namespace (not its creation).
+          const changed =
+            e.type === 'RELISTED' ||
+            (before !== undefined && JSON.stringify(labels.get(name)) !== before);
+          if (changed) this.opts.namespaceLabelsChanged?.();
         },
         (err) => l.debug({ error: err.message }, 'Namespace watch failed; retrying'),
       ),

@@ -10,9 +10,11 @@ import type { Provider } from '../core/types.js';
 import type { Feature, FeatureEvents } from '../core/feature.js';
 import type { Logger } from '../log.js';
 import type { PolicyConfig } from './config.js';
+import { BackgroundScanner } from './background.js';
 import { PolicyController } from './controller.js';
 import { admissionEventsGroup, DecisionLog } from './decision-log.js';
 import { eventFor } from './recording.js';
+import { FALLBACK_REPORT_GROUP, policyReportGroup, REPORT_GROUP } from './report.js';
 import { endpointSlicePeers, ReplicaView } from './replicas.js';
 import { policyState } from './state.js';
 import type { PolicyDecision } from './types.js';
@@ -78,6 +80,21 @@ export function policyFeature(settings: PolicyConfig, at: PolicyPlacement): Feat
   }
 
   const webhooks = policyWebhooks(state, { annexNamespace: at.namespace, record });
+  // Background scans (policy.reports): their reports under wgpolicyk8s.io, registered only
+  // while no one else serves it (a shared group: Kyverno's CRDs), and always under annex's
+  // own group, which kubectl prefers less (groupPriorityMinimum 100 against 1000).
+  const scanner = settings.reports.enabled
+    ? new BackgroundScanner(state, {
+        annexNamespace: at.namespace,
+        resyncSeconds: settings.reports.resyncSeconds,
+      })
+    : undefined;
+  const reportGroups = scanner
+    ? [
+        policyReportGroup(scanner, REPORT_GROUP, true),
+        policyReportGroup(scanner, FALLBACK_REPORT_GROUP, false),
+      ]
+    : [];
   const controller = new PolicyController(state, {
     native: settings.native,
     directory: settings.directory,
@@ -89,13 +106,15 @@ export function policyFeature(settings: PolicyConfig, at: PolicyPlacement): Feat
         return ''; // None readable: no caBundle can be judged to verify it.
       }
     },
+    policiesChanged: () => scanner?.policiesChanged(),
+    ...(scanner ? { namespaceLabelsChanged: () => scanner.policiesChanged() } : {}),
   });
 
   return {
     name: 'policy',
     events: { instance },
     webhooks: [webhooks.mutating, webhooks.validating, webhooks.check],
-    groups: [admissionEventsGroup(provider)],
+    groups: [admissionEventsGroup(provider), ...reportGroups],
     peer: { decisions: () => ({ replica: instance, items: log.items() }) },
     start: (ctx) => {
       flog = ctx.log;
@@ -109,12 +128,14 @@ export function policyFeature(settings: PolicyConfig, at: PolicyPlacement): Feat
         });
       }
       controller.start(ctx);
+      if (k) scanner?.start(k, ctx.log);
     },
     stop: async () => {
       controller.stop();
+      scanner?.stop();
       view?.stop(); // start.ts flushes the Events after this
     },
     ready: () => controller.ready(),
-    report: () => controller.report(),
+    report: () => [controller.report(), scanner?.report()].filter((r) => r).join('; ') || undefined,
   };
 }

@@ -152,8 +152,9 @@ export interface Evaluation {
   mutated?: AdmissionRequest['object'];
   decisions: PolicyDecision[];
   /**
-   * The policies that applied to the request (match, exclude and matchConditions), by
-   * name in the order given: what `annex test` reports a rule of the others as `skip` by.
+   * The policies that applied to the request (match, exclude and matchConditions held or
+   * failed to evaluate), by name in the order given: `annex test` and background scans
+   * report a rule of the others as `skip`.
    */
   matched?: string[];
   /**

@@ -129,6 +129,26 @@ export const SCENES: Record<string, Setup> = {
         ),
     },
   },
+  // docs/policies.md's background scans: a Deployment that breaks pinned-images exists
+  // before the policy; PolicyReports (policy.reports) show it, then its fix.
+  'policy-reports': {
+    files: 'policies',
+    annex: {
+      policy: { enabled: true, reports: { enabled: true, resyncSeconds: 300 } },
+      metrics: { enabled: false },
+      admission: { names: { enabled: false }, defaults: { enabled: false } },
+    } as ConfigOverrides,
+    before: {
+      // The scan follows the watch: wait until the report says what the Deployment now is.
+      'kubectl get policyreport': (ctx) =>
+        until(
+          "kubectl get deployment web -o jsonpath='{.spec.template.spec.containers[0].image} '; kubectl get policyreport annex-policies -o jsonpath='{.summary.fail}'",
+          (out) =>
+            /^\S+ \d+$/.test(out.trim()) && out.includes(':latest ') === out.trim().endsWith(' 1'),
+          ctx,
+        ),
+    },
+  },
   // AdmissionPolicies alone (no built-in webhooks), workload-names applied: the API server's
   // own wording for a native policy.
   'policies-native': {
