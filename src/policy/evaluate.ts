@@ -22,6 +22,7 @@ import { boundCauses, boundWarnings, quoter, type Quote } from './bounds.js';
 import type { CompiledMutateRule, CompiledPolicy, CompiledValidateRule } from './compile.js';
 import { matchesWithin } from './cost.js';
 import { CelActivation, conditionsHold, ruleMessage } from './expr/evaluate.js';
+import type { CelCache } from './expr/values.js';
 import { policyMatches, type MatchContext } from './match.js';
 import { fieldOfPath, isRecord, renderField, walkPointer, type PathMatch } from './paths.js';
 import { evaluatePodSecurity, podOf, podSecurityMessage } from './pss/index.js';
@@ -224,6 +225,8 @@ export function evaluate(
   ctx: EvaluateContext = {},
 ): Evaluation {
   const failures: { policy: CompiledPolicy; rule: string; causes: FieldCause[] }[] = [];
+  // The objects as CEL values, converted lazily and shared by every policy's activation.
+  const celCache: CelCache = new WeakMap();
   const fail = (policy: CompiledPolicy, rule: { name: string; path: string }, e: unknown) => {
     if (policy.failurePolicy === 'Fail') {
       failures.push({ policy, rule: rule.name, causes: [internalError(rule, e)] });
@@ -233,7 +236,10 @@ export function evaluate(
   const conditionsMet = (p: CompiledPolicy) => {
     if (!p.matchConditions.length) return true;
     try {
-      return conditionsHold(p.matchConditions, new CelActivation(request, request.object, ctx, []));
+      return conditionsHold(
+        p.matchConditions,
+        new CelActivation(request, request.object, ctx, [], celCache),
+      );
     } catch (e) {
       fail(p, { name: 'matchConditions', path: '$' }, e);
       return false;
@@ -295,7 +301,7 @@ export function evaluate(
       // Built once per policy, on its first CEL rule: its variables are evaluated then.
       let act: CelActivation | undefined;
       const activation = () =>
-        (act ??= new CelActivation(request, object ?? null, ctx, policy.variables));
+        (act ??= new CelActivation(request, object ?? null, ctx, policy.variables, celCache));
       for (const [i, rule] of policy.validate.entries()) {
         if (late()) {
           outOfTime(policy, policy.validate.slice(i));
