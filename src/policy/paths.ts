@@ -227,73 +227,128 @@ export function jsonPathMatches(path: string, root: object): PathMatch[] {
   });
 }
 
-// Most rule paths are plain steps — `.name`, `['key']`, `[0]`, `[*]`, `.*` — which a
-// direct walk answers several times faster than jsonpath-plus' general machinery, with
-// the same matches in the same order (a unit test compares the two).
-type Step = string | number | '*';
+// Most rule paths are plain steps — `.name`, `['key']`, `[0]`, `[*]`, `.*` — and named
+// descents (`$..containers[*].image`): a direct walk answers them many times faster than
+// jsonpath-plus' general machinery, with the same matches in the same order (a unit test
+// compares the two). Each path is parsed once; a match's field is rendered only when read.
+const DESCENT = Symbol('..');
+type Step = string | number | '*' | typeof DESCENT;
 const STEP = /^(?:\.([A-Za-z_][\w-]*)|\.\*|\[\*\]|\['([^'\\\]]*)'\]|\["([^"\\\]]*)"\]|\[(\d+)\])/;
+/** A key jsonpath-plus follows as a plain property at every value a descent reaches. */
+const DESCENT_KEY = /^[A-Za-z_][\w-]*$/;
 const plainPaths = new Map<string, Step[] | null>();
 
-function plainSteps(path: string): Step[] | null {
-  let steps = plainPaths.get(path);
-  if (steps !== undefined) return steps;
-  steps = [];
+function parseSteps(path: string): Step[] | null {
+  const steps: Step[] = [];
   let rest = path.startsWith('$') ? path.slice(1) : '.';
-  while (rest !== '' && steps) {
-    const m = STEP.exec(rest);
-    if (!m) steps = null;
-    else {
-      const name = m[1] ?? m[2] ?? m[3];
-      steps.push(name !== undefined ? name : m[4] !== undefined ? Number(m[4]) : '*');
-      rest = rest.slice(m[0].length);
+  let descents = false;
+  while (rest !== '') {
+    if (rest.startsWith('..') && /^[[A-Za-z_*]/.test(rest.slice(2))) {
+      // `..name`, `..*` go on as `.name`, `.*`; `..[*]` as `[*]`.
+      steps.push(DESCENT);
+      descents = true;
+      rest = rest.slice(rest[2] === '[' ? 2 : 1);
+      continue;
     }
+    const m = STEP.exec(rest);
+    if (!m) return null;
+    const name = m[1] ?? m[2] ?? m[3];
+    steps.push(name !== undefined ? name : m[4] !== undefined ? Number(m[4]) : '*');
+    rest = rest.slice(m[0].length);
   }
-  plainPaths.set(path, steps);
+  // A descent applies the steps after it to strings and numbers too, where jsonpath-plus
+  // finds `length` and index keys of a string: those paths are left to it.
+  if (
+    descents &&
+    steps.some(
+      (s) =>
+        s !== DESCENT &&
+        s !== '*' &&
+        (typeof s === 'number' || !DESCENT_KEY.test(s) || s === 'length'),
+    )
+  ) {
+    return null;
+  }
   return steps;
 }
 
-interface Cursor {
-  value: unknown;
-  segments: (string | number)[];
-  parent: Record<string, unknown> | unknown[] | null;
+function plainSteps(path: string): Step[] | null {
+  let steps = plainPaths.get(path);
+  if (steps === undefined) {
+    steps = parseSteps(path);
+    plainPaths.set(path, steps);
+  }
+  return steps;
 }
 
-function step(from: Cursor[], s: Step): Cursor[] {
-  const out: Cursor[] = [];
-  for (const c of from) {
-    const v = c.value;
-    if (typeof v !== 'object' || v === null) continue;
-    const container = v as Record<string, unknown> | unknown[];
-    const at = (k: string | number) =>
-      out.push({
-        value: (container as Record<string | number, unknown>)[k],
-        segments: [...c.segments, k],
-        parent: container,
-      });
-    if (s === '*') {
-      if (Array.isArray(container)) container.forEach((_, i) => at(i));
-      else Object.keys(container).forEach(at);
-    } else if (Object.hasOwn(container, s)) {
-      // Index or key as walkPointer reports it: numbers in arrays, strings in objects.
-      at(Array.isArray(container) && /^\d+$/.test(String(s)) ? Number(s) : String(s));
-    }
+/** A match of the direct walk: its field rendered on first read (most rules never print it). */
+class WalkMatch implements PathMatch {
+  private rendered: string | undefined;
+
+  constructor(
+    public value: unknown,
+    public segments: (string | number)[],
+    public parent: Record<string, unknown> | unknown[] | null,
+    public key: string | number | null,
+  ) {}
+
+  get field(): string {
+    return (this.rendered ??= renderField(this.segments));
   }
-  return out;
+}
+
+/** Appends to `out` the matches of `steps[i..]` from `value` (at `path`, in `parent`). */
+function walk(
+  steps: readonly Step[],
+  i: number,
+  value: unknown,
+  path: (string | number)[],
+  parent: Record<string, unknown> | unknown[] | null,
+  out: PathMatch[],
+): void {
+  if (i === steps.length) {
+    out.push(
+      new WalkMatch(value, path.slice(), parent, parent === null ? null : (path.at(-1) ?? null)),
+    );
+    return;
+  }
+  if (typeof value !== 'object' || value === null) return;
+  const s = steps[i]!;
+  const container = value as Record<string | number, unknown>;
+  const at = (k: string | number, j: number) => {
+    path.push(k);
+    walk(steps, j, container[k], path, value as Record<string, unknown> | unknown[], out);
+    path.pop();
+  };
+  if (s === DESCENT) {
+    // jsonpath-plus' `..`: the steps after it here, then the descent in each child that
+    // is an object, an array or null, in key order.
+    walk(steps, i + 1, value, path, parent, out);
+    const down = (k: string | number) => {
+      const child = container[k];
+      if (typeof child !== 'object') return;
+      path.push(k);
+      walk(steps, i, child, path, value as Record<string, unknown> | unknown[], out);
+      path.pop();
+    };
+    if (Array.isArray(value)) for (let k = 0; k < value.length; k++) down(k);
+    else for (const k of Object.keys(value)) down(k);
+  } else if (s === '*') {
+    if (Array.isArray(value)) for (let k = 0; k < value.length; k++) at(k, i + 1);
+    else for (const k of Object.keys(value)) at(k, i + 1);
+  } else if (Object.hasOwn(container, s)) {
+    // Index or key as walkPointer reports it: numbers in arrays, strings in objects.
+    at(Array.isArray(value) && /^\d+$/.test(String(s)) ? Number(s) : String(s), i + 1);
+  }
 }
 
 /** Every value `path` selects in `root`; throws what jsonpath-plus throws (an evaluation error). */
 export function matchesOf(path: string, root: object): PathMatch[] {
   const steps = plainSteps(path);
   if (!steps) return jsonPathMatches(path, root);
-  let cursors: Cursor[] = [{ value: root, segments: [], parent: null }];
-  for (const s of steps) cursors = step(cursors, s);
-  return cursors.map((c) => ({
-    value: c.value,
-    field: renderField(c.segments),
-    segments: c.segments,
-    parent: c.parent,
-    key: c.parent === null ? null : (c.segments.at(-1) ?? null),
-  }));
+  const out: PathMatch[] = [];
+  walk(steps, 0, root, [], null, out);
+  return out;
 }
 
 export function isRecord(v: unknown): v is Record<string, unknown> {
