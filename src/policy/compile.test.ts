@@ -362,10 +362,12 @@ describe('JSONPath', () => {
     // The field too: the direct walk renders it when read.
     const plain = (ms: PathMatch[]) => ms.map((m) => ({ ...m, field: m.field }));
     for (const obj of objects) {
+      // One evaluation's descent indexes, shared by its paths as evaluate() shares them.
+      const descents = new WeakMap();
       for (const p of paths) {
-        expect(plain(matchesOf(p, obj)), `${p} on ${JSON.stringify(obj)}`).toEqual(
-          plain(jsonPathMatches(p, obj)),
-        );
+        const expected = plain(jsonPathMatches(p, obj));
+        expect(plain(matchesOf(p, obj)), `${p} on ${JSON.stringify(obj)}`).toEqual(expected);
+        expect(plain(matchesOf(p, obj, descents)), `${p}, shared indexes`).toEqual(expected);
       }
     }
   });

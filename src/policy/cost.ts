@@ -6,7 +6,7 @@
 // may read — and a rule over RULE_COST_BUDGET fails without running on (its policy's
 // failurePolicy decides), as the API server stops CEL rules that run out of cost budget.
 // Sizes are kept per object, so the many matches of `$..*` are counted in linear time.
-import { matchesOf, type PathMatch } from './paths.js';
+import { matchesOf, type DescentCache, type PathMatch } from './paths.js';
 
 /**
  * Values and string characters one rule may visit: a 3 MiB object (the API server's
@@ -68,7 +68,12 @@ const walkingSteps = (path: string) => (path.match(/\.\.|\[\s*\?\(/g) ?? []).len
 const matchesAnything = (path: string) => /\.\.(?:\*|\[\s*\*\s*\])|\[\s*\?\(/.test(path);
 
 /** matchesOf within the budget; throws OUT_OF_COST before the work that would exceed it. */
-export function matchesWithin(path: string, root: object, budget = RULE_COST_BUDGET): PathMatch[] {
+export function matchesWithin(
+  path: string,
+  root: object,
+  budget = RULE_COST_BUDGET,
+  descents?: DescentCache,
+): PathMatch[] {
   const walks = walkingSteps(path);
   let spent = 0;
   if (walks > 0) {
@@ -77,7 +82,7 @@ export function matchesWithin(path: string, root: object, budget = RULE_COST_BUD
     spent = walks * (nodes * per.node + depths * per.depth);
     if (spent > budget) throw new Error(OUT_OF_COST);
   }
-  const matches = matchesOf(path, root);
+  const matches = matchesOf(path, root, descents);
   for (const m of matches) {
     // What the rule may read of each match: every value and character in it.
     spent += sizeOf(m.value) + (walks > 0 ? MATCH.node + MATCH.depth * m.segments.length : 0);

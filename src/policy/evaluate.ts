@@ -20,11 +20,18 @@ import { denyInvalid, invalidField, type FieldCause } from '../admission/verdict
 import type { KubeObject } from '../core/types.js';
 import { boundCauses, boundWarnings, quoter, type Quote } from './bounds.js';
 import type { CompiledMutateRule, CompiledPolicy, CompiledValidateRule } from './compile.js';
-import { matchesWithin } from './cost.js';
+import { matchesWithin, RULE_COST_BUDGET } from './cost.js';
 import { CelActivation, conditionsHold, ruleMessage } from './expr/evaluate.js';
 import type { CelCache } from './expr/values.js';
 import { policyMatches, type MatchContext } from './match.js';
-import { fieldOfPath, isRecord, renderField, walkPointer, type PathMatch } from './paths.js';
+import {
+  fieldOfPath,
+  isRecord,
+  renderField,
+  walkPointer,
+  type DescentCache,
+  type PathMatch,
+} from './paths.js';
 import { evaluatePodSecurity, podOf, podSecurityMessage } from './pss/index.js';
 import type { Evaluation, PolicyAction, PolicyDecision } from './types.js';
 
@@ -105,9 +112,14 @@ function podSecurityCauses(
 }
 
 /** The causes of one rule on `obj`; throws when the path cannot be evaluated on it. */
-function validateRule(rule: CompiledValidateRule, obj: object, quote: Quote): FieldCause[] {
+function validateRule(
+  rule: CompiledValidateRule,
+  obj: object,
+  quote: Quote,
+  descents: DescentCache,
+): FieldCause[] {
   if (rule.type === 'podSecurity') return podSecurityCauses(rule, obj);
-  const matches = matchesWithin(rule.path, obj);
+  const matches = matchesWithin(rule.path, obj, RULE_COST_BUDGET, descents);
   switch (rule.type) {
     case 'required':
       return matches.some((m) => present(m.value))
@@ -188,8 +200,12 @@ function replaceAt(root: unknown, segments: readonly (string | number)[], value:
  * One mutate rule on `root`, copy-on-write: the result shares every object it did not
  * change with `root`, which is never modified. Returns `root` itself when nothing changed.
  */
-function mutateRule(rule: CompiledMutateRule, root: KubeObject): KubeObject {
-  const matches = matchesWithin(rule.path, root);
+function mutateRule(
+  rule: CompiledMutateRule,
+  root: KubeObject,
+  descents: DescentCache,
+): KubeObject {
+  const matches = matchesWithin(rule.path, root, RULE_COST_BUDGET, descents);
   const bad = matches.find((m) => !isRecord(m.value));
   if (bad) throw new Error(`${bad.field || 'the object'} is not an object`);
   let out = root;
@@ -227,6 +243,8 @@ export function evaluate(
   const failures: { policy: CompiledPolicy; rule: string; causes: FieldCause[] }[] = [];
   // The objects as CEL values, converted lazily and shared by every policy's activation.
   const celCache: CelCache = new WeakMap();
+  // The objects' descent indexes, shared by every path that descends into the same one.
+  const descents: DescentCache = new WeakMap();
   const fail = (policy: CompiledPolicy, rule: { name: string; path: string }, e: unknown) => {
     if (policy.failurePolicy === 'Fail') {
       failures.push({ policy, rule: rule.name, causes: [internalError(rule, e)] });
@@ -284,7 +302,7 @@ export function evaluate(
           break;
         }
         try {
-          object = timed(() => mutateRule(rule, object!));
+          object = timed(() => mutateRule(rule, object!, descents));
         } catch (e) {
           fail(policy, rule, e);
         }
@@ -311,7 +329,7 @@ export function evaluate(
           const causes = timed(() =>
             rule.type === 'expression'
               ? celCauses(rule, activation())
-              : validateRule(rule, target, quote),
+              : validateRule(rule, target, quote, descents),
           );
           if (causes.length) failures.push({ policy, rule: rule.name, causes });
         } catch (e) {

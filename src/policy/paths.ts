@@ -297,6 +297,69 @@ class WalkMatch implements PathMatch {
   }
 }
 
+/** An object or array a descent reaches, and how: its key in the node above. */
+interface DescentNode {
+  value: object;
+  key: string | number | null;
+  up: DescentNode | null;
+}
+
+/**
+ * What a descent from one value reaches: every object and array under it (itself first)
+ * in the order jsonpath-plus' `..` visits them — pre-order, children in key order — and,
+ * by key, the objects holding that key, in the same order. A named descent then costs
+ * its matches, not a walk of the whole object.
+ */
+interface DescentIndex {
+  nodes: DescentNode[];
+  byKey: Map<string, DescentNode[]>;
+}
+
+/**
+ * The descent indexes built for the objects of one evaluation: the policies whose paths
+ * descend into the same object walk it once. Only for objects not modified while it is in
+ * use (evaluate.ts never modifies them: mutation is copy-on-write).
+ */
+export type DescentCache = WeakMap<object, DescentIndex>;
+
+function indexOf(start: object, cache: DescentCache): DescentIndex {
+  const index = cache.get(start);
+  if (index) return index;
+  const built: DescentIndex = { nodes: [], byKey: new Map() };
+  const visit = (node: DescentNode) => {
+    built.nodes.push(node);
+    const v = node.value;
+    if (Array.isArray(v)) {
+      for (let k = 0; k < v.length; k++) {
+        const c: unknown = v[k];
+        if (typeof c === 'object' && c !== null) visit({ value: c, key: k, up: node });
+      }
+      return;
+    }
+    const keys = Object.keys(v);
+    // Every key of this object before any of its children's: the lists stay in pre-order.
+    for (const k of keys) {
+      const holders = built.byKey.get(k);
+      if (holders) holders.push(node);
+      else built.byKey.set(k, [node]);
+    }
+    for (const k of keys) {
+      const c = (v as Record<string, unknown>)[k];
+      if (typeof c === 'object' && c !== null) visit({ value: c, key: k, up: node });
+    }
+  };
+  visit({ value: start, key: null, up: null });
+  cache.set(start, built);
+  return built;
+}
+
+/** The keys from the descent's start to `node`. */
+function keysTo(node: DescentNode): (string | number)[] {
+  const keys: (string | number)[] = [];
+  for (let n: DescentNode | null = node; n?.up; n = n.up) keys.push(n.key!);
+  return keys.reverse();
+}
+
 /** Appends to `out` the matches of `steps[i..]` from `value` (at `path`, in `parent`). */
 function walk(
   steps: readonly Step[],
@@ -305,6 +368,7 @@ function walk(
   path: (string | number)[],
   parent: Record<string, unknown> | unknown[] | null,
   out: PathMatch[],
+  cache: DescentCache,
 ): void {
   if (i === steps.length) {
     out.push(
@@ -317,22 +381,23 @@ function walk(
   const container = value as Record<string | number, unknown>;
   const at = (k: string | number, j: number) => {
     path.push(k);
-    walk(steps, j, container[k], path, value as Record<string, unknown> | unknown[], out);
+    walk(steps, j, container[k], path, value as Record<string, unknown> | unknown[], out, cache);
     path.pop();
   };
   if (s === DESCENT) {
-    // jsonpath-plus' `..`: the steps after it here, then the descent in each child that
-    // is an object, an array or null, in key order.
-    walk(steps, i + 1, value, path, parent, out);
-    const down = (k: string | number) => {
-      const child = container[k];
-      if (typeof child !== 'object') return;
-      path.push(k);
-      walk(steps, i, child, path, value as Record<string, unknown> | unknown[], out);
-      path.pop();
-    };
-    if (Array.isArray(value)) for (let k = 0; k < value.length; k++) down(k);
-    else for (const k of Object.keys(value)) down(k);
+    // jsonpath-plus' `..`: the step after it here, then the descent into each child that
+    // is an object or an array, in key order (it enters nulls too, where nothing
+    // matches). A step after `..` is a name or `*` (parseSteps): a name matches only
+    // at the objects holding it, `*` at every object and array.
+    const index = indexOf(value, cache);
+    const next = steps[i + 1]!;
+    const reached = typeof next === 'string' && next !== '*' ? index.byKey.get(next) : index.nodes;
+    for (const node of reached ?? []) {
+      const keys = keysTo(node);
+      path.push(...keys);
+      walk(steps, i + 1, node.value, path, null, out, cache);
+      path.length -= keys.length;
+    }
   } else if (s === '*') {
     if (Array.isArray(value)) for (let k = 0; k < value.length; k++) at(k, i + 1);
     else for (const k of Object.keys(value)) at(k, i + 1);
@@ -342,12 +407,19 @@ function walk(
   }
 }
 
-/** Every value `path` selects in `root`; throws what jsonpath-plus throws (an evaluation error). */
-export function matchesOf(path: string, root: object): PathMatch[] {
+/**
+ * Every value `path` selects in `root`; throws what jsonpath-plus throws (an evaluation
+ * error). `cache`: the descent indexes of one evaluation (see DescentCache).
+ */
+export function matchesOf(
+  path: string,
+  root: object,
+  cache: DescentCache = new WeakMap(),
+): PathMatch[] {
   const steps = plainSteps(path);
   if (!steps) return jsonPathMatches(path, root);
   const out: PathMatch[] = [];
-  walk(steps, 0, root, [], null, out);
+  walk(steps, 0, root, [], null, out, cache);
   return out;
 }
 
