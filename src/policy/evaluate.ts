@@ -50,7 +50,24 @@ export type EvaluateContext = MatchContext & {
    * grows with the rules' cost and with the machine's load, so the stop scales with both.
    */
   pace?: { slowestRuleMs: number };
+  /**
+   * What evaluating converted and indexed, by object (evaluationCaches()): shared by the
+   * evaluations of one review, whose objects none of them modifies (engine.ts evaluates
+   * each policy alone). Without it, each evaluate() call has its own.
+   */
+  caches?: EvaluationCaches;
 };
+
+/** The objects of one review as CEL values, and the descent indexes of its paths. */
+export interface EvaluationCaches {
+  cel: CelCache;
+  descents: DescentCache;
+}
+
+export const evaluationCaches = (): EvaluationCaches => ({
+  cel: new WeakMap(),
+  descents: new WeakMap(),
+});
 
 /** What a rule reports that the budget left no time for. */
 export const OUT_OF_TIME = 'not evaluated: the evaluation ran out of its time budget (?timeout=)';
@@ -241,10 +258,9 @@ export function evaluate(
   ctx: EvaluateContext = {},
 ): Evaluation {
   const failures: { policy: CompiledPolicy; rule: string; causes: FieldCause[] }[] = [];
-  // The objects as CEL values, converted lazily and shared by every policy's activation.
-  const celCache: CelCache = new WeakMap();
-  // The objects' descent indexes, shared by every path that descends into the same one.
-  const descents: DescentCache = new WeakMap();
+  // The objects as CEL values, converted lazily and shared by every policy's activation;
+  // their descent indexes, shared by every path that descends into the same one.
+  const { cel: celCache, descents } = ctx.caches ?? evaluationCaches();
   const fail = (policy: CompiledPolicy, rule: { name: string; path: string }, e: unknown) => {
     if (policy.failurePolicy === 'Fail') {
       failures.push({ policy, rule: rule.name, causes: [internalError(rule, e)] });
