@@ -2,10 +2,12 @@
 // AdmissionPolicies that all match a 10 KB Deployment, beside a bare reference measured
 // in the same run — JSON.parse + JSON.stringify of the same AdmissionReview, what any
 // webhook does per request (bench/webhook/servers/bare.mjs). Read the ratios: this machine is
-// noisy. Then 10 CEL rules and the two Pod Security levels on the same review. In-process,
+// noisy. Then the webhook bench's 10 policies, 10 CEL rules and the two Pod Security levels
+// on the same review. In-process,
 // single thread. Usage: npm run build && node bench/policy.bench.mjs
 import { compilePolicy } from '../dist/policy/compile.js';
 import { evaluate } from '../dist/policy/evaluate.js';
+import { loadPolicies } from '../dist/policy/load.js';
 import { deploymentReview, numberedUid } from './reviews.mjs';
 
 const TARGET_BYTES = 10 * 1024;
@@ -103,6 +105,14 @@ const rows = COUNTS.map((count) => {
   return { count, us };
 });
 
+// The webhook bench's 10 policies (bench/webhook/servers/index.mjs: the demo policies and
+// five more), in-process on the same review: six of their paths descend (`$..hostPID`).
+const here = import.meta.dirname;
+const webhookSet = loadPolicies([`${here}/../policies`, `${here}/webhook/servers/annex-policies`]);
+const webhookSetUs = perCall((i) => {
+  sink += evaluate(webhookSet, requests[i % requests.length]).decisions.length;
+});
+
 // Kubernetes' own policy languages on the same review: one policy of 10 CEL rules (allows),
 // and the Pod Security Standards on the template (baseline allows, restricted denies: the
 // bench Deployment sets no securityContext, so its cost includes building the message).
@@ -155,6 +165,9 @@ console.log('policies | evaluate CPU/req | ratio to bare | per policy');
 for (const { count, us } of rows) {
   console.log(`${count} | ${f(us)} µs | ${f(us / bare)}x | ${f(us / count)} µs`);
 }
+console.log(
+  `the webhook bench's ${webhookSet.length} policies (policies/, bench/webhook/servers/annex-policies/) | ${f(webhookSetUs)} µs | ${f(webhookSetUs / bare)}x`,
+);
 console.log('rules | evaluate CPU/req | ratio to bare');
 for (const { label, us } of languages) console.log(`${label} | ${f(us)} µs | ${f(us / bare)}x`);
 if (sink < 0) console.log(sink);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { compilePolicy } from './compile.js';
-import { checkPath, fieldOfPath, jsonPathMatches, matchesOf } from './paths.js';
+import { checkPath, fieldOfPath, jsonPathMatches, matchesOf, type PathMatch } from './paths.js';
 import { PolicyCompileError } from './types.js';
 
 const policy = (spec: Record<string, unknown>, name = 'p') => ({
@@ -289,7 +289,7 @@ describe('JSONPath', () => {
     expect(fieldOfPath('$.spec.containers[0].image')).toBe('spec.containers[0].image');
   });
 
-  it('the direct walk of plain paths finds what jsonpath-plus finds, in the same order', () => {
+  it('the direct walk of plain paths and descents finds what jsonpath-plus finds, in the same order', () => {
     const objects = [
       {
         metadata: { name: 'n', labels: { 'app.kubernetes.io/name': 'w', a: null } },
@@ -300,6 +300,28 @@ describe('JSONPath', () => {
       },
       { spec: { containers: { notAList: true } }, metadata: 'str' },
       {},
+      {
+        spec: {
+          replicas: 3,
+          hostPID: false,
+          template: {
+            metadata: { labels: { a: 'b', length: 'l' } },
+            spec: {
+              hostPID: true,
+              initContainers: [{ name: 'i', image: 'busybox' }],
+              containers: [
+                { name: 'a', image: 'x:1', securityContext: { privileged: false } },
+                { name: 'b', image: null, containers: [{ image: 'nested' }] },
+                null,
+                [{ image: 'in-array' }, 'str', 7],
+              ],
+              volumes: [{ name: 'v', image: { image: 'deep' } }],
+            },
+          },
+        },
+        status: null,
+        list: [[1, [2, { hostPID: 'x' }]], 'image', { '0': { image: 'k0' } }],
+      },
     ];
     const paths = [
       '$',
@@ -318,12 +340,34 @@ describe('JSONPath', () => {
       '$.spec.*.*',
       '$[*]',
       '$.missing.deeper',
+      '$..hostPID',
+      '$..image',
+      "$..['image']",
+      '$..containers[*]',
+      '$..containers[*].image',
+      '$..containers.*.image',
+      '$..initContainers[*].image',
+      '$..containers[*].securityContext.privileged',
+      '$..labels.*',
+      '$..*',
+      '$..[*]',
+      '$..[*].image',
+      '$.spec..image',
+      '$..spec..image',
+      '$..containers..image',
+      '$..length',
+      '$..containers[0]',
+      '$..missing',
     ];
+    // The field too: the direct walk renders it when read.
+    const plain = (ms: PathMatch[]) => ms.map((m) => ({ ...m, field: m.field }));
     for (const obj of objects) {
+      // One evaluation's descent indexes, shared by its paths as evaluate() shares them.
+      const descents = new WeakMap();
       for (const p of paths) {
-        expect(matchesOf(p, obj), `${p} on ${JSON.stringify(obj)}`).toEqual(
-          jsonPathMatches(p, obj),
-        );
+        const expected = plain(jsonPathMatches(p, obj));
+        expect(plain(matchesOf(p, obj)), `${p} on ${JSON.stringify(obj)}`).toEqual(expected);
+        expect(plain(matchesOf(p, obj, descents)), `${p}, shared indexes`).toEqual(expected);
       }
     }
   });

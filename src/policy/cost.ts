@@ -5,8 +5,9 @@
 // and every value and string character it holds, which a schema, pattern or name rule
 // may read — and a rule over RULE_COST_BUDGET fails without running on (its policy's
 // failurePolicy decides), as the API server stops CEL rules that run out of cost budget.
-// Sizes are kept per object, so the many matches of `$..*` are counted in linear time.
-import { matchesOf, type PathMatch } from './paths.js';
+// Sizes are kept per object (all but small ones), so the many matches of `$..*` are
+// counted in linear time.
+import { matchesOf, type DescentCache, type PathMatch } from './paths.js';
 
 /**
  * Values and string characters one rule may visit: a 3 MiB object (the API server's
@@ -19,6 +20,13 @@ export const RULE_COST_BUDGET = 16 * 1024 * 1024;
 export const OUT_OF_COST = `not evaluated: the rule would run out of its cost budget (${RULE_COST_BUDGET}: nodes walked, values and characters matched); narrow its path`;
 
 const sizes = new WeakMap<object, number>();
+/**
+ * Only larger values are kept: a small one is counted again, which costs less than keeping
+ * it (a WeakMap entry per env var of a fresh review was most of the count's time), and at
+ * most this much per value that reads it, so counting stays linear.
+ */
+const KEEP_SIZE = 256;
+const KEEP_NODES = 64;
 
 /** Values and string characters in `v` (one for each value, plus each string's length). */
 export function sizeOf(v: unknown): number {
@@ -29,7 +37,7 @@ export function sizeOf(v: unknown): number {
   let n = 1;
   if (Array.isArray(v)) for (const x of v) n += sizeOf(x);
   else for (const [k, x] of Object.entries(v)) n += k.length + sizeOf(x);
-  sizes.set(v, n);
+  if (n >= KEEP_SIZE) sizes.set(v, n);
   return n;
 }
 
@@ -50,7 +58,7 @@ function shapeOf(v: unknown): Shape {
     shape.nodes += c.nodes;
     shape.depths += c.depths + c.nodes;
   }
-  shapes.set(v, shape);
+  if (shape.nodes >= KEEP_NODES) shapes.set(v, shape);
   return shape;
 }
 
@@ -68,7 +76,12 @@ const walkingSteps = (path: string) => (path.match(/\.\.|\[\s*\?\(/g) ?? []).len
 const matchesAnything = (path: string) => /\.\.(?:\*|\[\s*\*\s*\])|\[\s*\?\(/.test(path);
 
 /** matchesOf within the budget; throws OUT_OF_COST before the work that would exceed it. */
-export function matchesWithin(path: string, root: object, budget = RULE_COST_BUDGET): PathMatch[] {
+export function matchesWithin(
+  path: string,
+  root: object,
+  budget = RULE_COST_BUDGET,
+  descents?: DescentCache,
+): PathMatch[] {
   const walks = walkingSteps(path);
   let spent = 0;
   if (walks > 0) {
@@ -77,7 +90,7 @@ export function matchesWithin(path: string, root: object, budget = RULE_COST_BUD
     spent = walks * (nodes * per.node + depths * per.depth);
     if (spent > budget) throw new Error(OUT_OF_COST);
   }
-  const matches = matchesOf(path, root);
+  const matches = matchesOf(path, root, descents);
   for (const m of matches) {
     // What the rule may read of each match: every value and character in it.
     spent += sizeOf(m.value) + (walks > 0 ? MATCH.node + MATCH.depth * m.segments.length : 0);

@@ -8,7 +8,7 @@ import type { RuleWithOperations } from '../admission/webhook.js';
 import { boundCauses, boundWarnings } from './bounds.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
 import { observeEvaluation } from './decision-log.js';
-import { evaluate, type EvaluateContext } from './evaluate.js';
+import { evaluate, evaluationCaches, type EvaluateContext } from './evaluate.js';
 import { policyMatches } from './match.js';
 import { PolicyCompileError, type AdmissionPolicy, type PolicyDecision } from './types.js';
 
@@ -116,6 +116,8 @@ export function decide(
 ): DecideOutcome {
   const decisions: PolicyDecision[] = [];
   const warnings: string[] = [];
+  // One review: the policies share what evaluating converts and indexes of its objects.
+  ctx = ctx.caches ? ctx : { ...ctx, caches: evaluationCaches() };
   for (const p of policies) {
     if (!policyMatches(p, req, ctx)) continue;
     const t0 = process.hrtime.bigint();
@@ -140,6 +142,8 @@ export function mutateWith(
 ): Verdict {
   let object = req.object;
   let changed = false;
+  // One review: each mutated object shares its unchanged parts with the one before.
+  ctx = ctx.caches ? ctx : { ...ctx, caches: evaluationCaches() };
   for (const p of policies) {
     if (!p.mutate.length || !policyMatches(p, req, ctx)) continue;
     const t0 = process.hrtime.bigint();

@@ -20,10 +20,18 @@ import { denyInvalid, invalidField, type FieldCause } from '../admission/verdict
 import type { KubeObject } from '../core/types.js';
 import { boundCauses, boundWarnings, quoter, type Quote } from './bounds.js';
 import type { CompiledMutateRule, CompiledPolicy, CompiledValidateRule } from './compile.js';
-import { matchesWithin } from './cost.js';
+import { matchesWithin, RULE_COST_BUDGET } from './cost.js';
 import { CelActivation, conditionsHold, ruleMessage } from './expr/evaluate.js';
+import type { CelCache } from './expr/values.js';
 import { policyMatches, type MatchContext } from './match.js';
-import { fieldOfPath, isRecord, renderField, walkPointer, type PathMatch } from './paths.js';
+import {
+  fieldOfPath,
+  isRecord,
+  renderField,
+  walkPointer,
+  type DescentCache,
+  type PathMatch,
+} from './paths.js';
 import { evaluatePodSecurity, podOf, podSecurityMessage } from './pss/index.js';
 import type { Evaluation, PolicyAction, PolicyDecision } from './types.js';
 
@@ -42,7 +50,24 @@ export type EvaluateContext = MatchContext & {
    * grows with the rules' cost and with the machine's load, so the stop scales with both.
    */
   pace?: { slowestRuleMs: number };
+  /**
+   * What evaluating converted and indexed, by object (evaluationCaches()): shared by the
+   * evaluations of one review, whose objects none of them modifies (engine.ts evaluates
+   * each policy alone). Without it, each evaluate() call has its own.
+   */
+  caches?: EvaluationCaches;
 };
+
+/** The objects of one review as CEL values, and the descent indexes of its paths. */
+export interface EvaluationCaches {
+  cel: CelCache;
+  descents: DescentCache;
+}
+
+export const evaluationCaches = (): EvaluationCaches => ({
+  cel: new WeakMap(),
+  descents: new WeakMap(),
+});
 
 /** What a rule reports that the budget left no time for. */
 export const OUT_OF_TIME = 'not evaluated: the evaluation ran out of its time budget (?timeout=)';
@@ -104,9 +129,14 @@ function podSecurityCauses(
 }
 
 /** The causes of one rule on `obj`; throws when the path cannot be evaluated on it. */
-function validateRule(rule: CompiledValidateRule, obj: object, quote: Quote): FieldCause[] {
+function validateRule(
+  rule: CompiledValidateRule,
+  obj: object,
+  quote: Quote,
+  descents: DescentCache,
+): FieldCause[] {
   if (rule.type === 'podSecurity') return podSecurityCauses(rule, obj);
-  const matches = matchesWithin(rule.path, obj);
+  const matches = matchesWithin(rule.path, obj, RULE_COST_BUDGET, descents);
   switch (rule.type) {
     case 'required':
       return matches.some((m) => present(m.value))
@@ -187,8 +217,12 @@ function replaceAt(root: unknown, segments: readonly (string | number)[], value:
  * One mutate rule on `root`, copy-on-write: the result shares every object it did not
  * change with `root`, which is never modified. Returns `root` itself when nothing changed.
  */
-function mutateRule(rule: CompiledMutateRule, root: KubeObject): KubeObject {
-  const matches = matchesWithin(rule.path, root);
+function mutateRule(
+  rule: CompiledMutateRule,
+  root: KubeObject,
+  descents: DescentCache,
+): KubeObject {
+  const matches = matchesWithin(rule.path, root, RULE_COST_BUDGET, descents);
   const bad = matches.find((m) => !isRecord(m.value));
   if (bad) throw new Error(`${bad.field || 'the object'} is not an object`);
   let out = root;
@@ -225,6 +259,9 @@ export function evaluate(
 ): Evaluation {
   const failures: { policy: CompiledPolicy; rule: string; causes: FieldCause[] }[] = [];
   const ignored: NonNullable<Evaluation['ignored']> = [];
+  // The objects as CEL values, converted lazily and shared by every policy's activation;
+  // their descent indexes, shared by every path that descends into the same one.
+  const { cel: celCache, descents } = ctx.caches ?? evaluationCaches();
   const fail = (policy: CompiledPolicy, rule: { name: string; path: string }, e: unknown) => {
     const failure = { rule: rule.name, causes: [internalError(rule, e)] };
     if (policy.failurePolicy === 'Fail') failures.push({ policy, ...failure });
@@ -234,7 +271,10 @@ export function evaluate(
   const conditionsMet = (p: CompiledPolicy) => {
     if (!p.matchConditions.length) return true;
     try {
-      return conditionsHold(p.matchConditions, new CelActivation(request, request.object, ctx, []));
+      return conditionsHold(
+        p.matchConditions,
+        new CelActivation(request, request.object, ctx, [], celCache),
+      );
     } catch (e) {
       fail(p, { name: 'matchConditions', path: '$' }, e);
       return false;
@@ -279,7 +319,7 @@ export function evaluate(
           break;
         }
         try {
-          object = timed(() => mutateRule(rule, object!));
+          object = timed(() => mutateRule(rule, object!, descents));
         } catch (e) {
           fail(policy, rule, e);
         }
@@ -296,7 +336,7 @@ export function evaluate(
       // Built once per policy, on its first CEL rule: its variables are evaluated then.
       let act: CelActivation | undefined;
       const activation = () =>
-        (act ??= new CelActivation(request, object ?? null, ctx, policy.variables));
+        (act ??= new CelActivation(request, object ?? null, ctx, policy.variables, celCache));
       for (const [i, rule] of policy.validate.entries()) {
         if (late()) {
           outOfTime(policy, policy.validate.slice(i));
@@ -306,7 +346,7 @@ export function evaluate(
           const causes = timed(() =>
             rule.type === 'expression'
               ? celCauses(rule, activation())
-              : validateRule(rule, target, quote),
+              : validateRule(rule, target, quote, descents),
           );
           if (causes.length) failures.push({ policy, rule: rule.name, causes });
         } catch (e) {

@@ -227,73 +227,200 @@ export function jsonPathMatches(path: string, root: object): PathMatch[] {
   });
 }
 
-// Most rule paths are plain steps — `.name`, `['key']`, `[0]`, `[*]`, `.*` — which a
-// direct walk answers several times faster than jsonpath-plus' general machinery, with
-// the same matches in the same order (a unit test compares the two).
-type Step = string | number | '*';
+// Most rule paths are plain steps — `.name`, `['key']`, `[0]`, `[*]`, `.*` — and named
+// descents (`$..containers[*].image`): a direct walk answers them many times faster than
+// jsonpath-plus' general machinery, with the same matches in the same order (a unit test
+// compares the two). Each path is parsed once; a match's field is rendered only when read.
+const DESCENT = Symbol('..');
+type Step = string | number | '*' | typeof DESCENT;
 const STEP = /^(?:\.([A-Za-z_][\w-]*)|\.\*|\[\*\]|\['([^'\\\]]*)'\]|\["([^"\\\]]*)"\]|\[(\d+)\])/;
+/** A key jsonpath-plus follows as a plain property at every value a descent reaches. */
+const DESCENT_KEY = /^[A-Za-z_][\w-]*$/;
 const plainPaths = new Map<string, Step[] | null>();
 
-function plainSteps(path: string): Step[] | null {
-  let steps = plainPaths.get(path);
-  if (steps !== undefined) return steps;
-  steps = [];
+function parseSteps(path: string): Step[] | null {
+  const steps: Step[] = [];
   let rest = path.startsWith('$') ? path.slice(1) : '.';
-  while (rest !== '' && steps) {
-    const m = STEP.exec(rest);
-    if (!m) steps = null;
-    else {
-      const name = m[1] ?? m[2] ?? m[3];
-      steps.push(name !== undefined ? name : m[4] !== undefined ? Number(m[4]) : '*');
-      rest = rest.slice(m[0].length);
+  let descents = false;
+  while (rest !== '') {
+    if (rest.startsWith('..') && /^[[A-Za-z_*]/.test(rest.slice(2))) {
+      // `..name`, `..*` go on as `.name`, `.*`; `..[*]` as `[*]`.
+      steps.push(DESCENT);
+      descents = true;
+      rest = rest.slice(rest[2] === '[' ? 2 : 1);
+      continue;
     }
+    const m = STEP.exec(rest);
+    if (!m) return null;
+    const name = m[1] ?? m[2] ?? m[3];
+    steps.push(name !== undefined ? name : m[4] !== undefined ? Number(m[4]) : '*');
+    rest = rest.slice(m[0].length);
   }
-  plainPaths.set(path, steps);
+  // A descent applies the steps after it to strings and numbers too, where jsonpath-plus
+  // finds `length` and index keys of a string: those paths are left to it.
+  if (
+    descents &&
+    steps.some(
+      (s) =>
+        s !== DESCENT &&
+        s !== '*' &&
+        (typeof s === 'number' || !DESCENT_KEY.test(s) || s === 'length'),
+    )
+  ) {
+    return null;
+  }
   return steps;
 }
 
-interface Cursor {
-  value: unknown;
-  segments: (string | number)[];
-  parent: Record<string, unknown> | unknown[] | null;
-}
-
-function step(from: Cursor[], s: Step): Cursor[] {
-  const out: Cursor[] = [];
-  for (const c of from) {
-    const v = c.value;
-    if (typeof v !== 'object' || v === null) continue;
-    const container = v as Record<string, unknown> | unknown[];
-    const at = (k: string | number) =>
-      out.push({
-        value: (container as Record<string | number, unknown>)[k],
-        segments: [...c.segments, k],
-        parent: container,
-      });
-    if (s === '*') {
-      if (Array.isArray(container)) container.forEach((_, i) => at(i));
-      else Object.keys(container).forEach(at);
-    } else if (Object.hasOwn(container, s)) {
-      // Index or key as walkPointer reports it: numbers in arrays, strings in objects.
-      at(Array.isArray(container) && /^\d+$/.test(String(s)) ? Number(s) : String(s));
-    }
+function plainSteps(path: string): Step[] | null {
+  let steps = plainPaths.get(path);
+  if (steps === undefined) {
+    steps = parseSteps(path);
+    plainPaths.set(path, steps);
   }
-  return out;
+  return steps;
 }
 
-/** Every value `path` selects in `root`; throws what jsonpath-plus throws (an evaluation error). */
-export function matchesOf(path: string, root: object): PathMatch[] {
+/** A match of the direct walk: its field rendered on first read (most rules never print it). */
+class WalkMatch implements PathMatch {
+  private rendered: string | undefined;
+
+  constructor(
+    public value: unknown,
+    public segments: (string | number)[],
+    public parent: Record<string, unknown> | unknown[] | null,
+    public key: string | number | null,
+  ) {}
+
+  get field(): string {
+    return (this.rendered ??= renderField(this.segments));
+  }
+}
+
+/** An object or array a descent reaches, and how: its key in the node above. */
+interface DescentNode {
+  value: object;
+  key: string | number | null;
+  up: DescentNode | null;
+}
+
+/**
+ * What a descent from one value reaches: every object and array under it (itself first)
+ * in the order jsonpath-plus' `..` visits them — pre-order, children in key order — and,
+ * by key, the objects holding that key, in the same order. A named descent then costs
+ * its matches, not a walk of the whole object.
+ */
+interface DescentIndex {
+  nodes: DescentNode[];
+  byKey: Map<string, DescentNode[]>;
+}
+
+/**
+ * The descent indexes built for the objects of one evaluation: the policies whose paths
+ * descend into the same object walk it once. Only for objects not modified while it is in
+ * use (evaluate.ts never modifies them: mutation is copy-on-write).
+ */
+export type DescentCache = WeakMap<object, DescentIndex>;
+
+function indexOf(start: object, cache: DescentCache): DescentIndex {
+  const index = cache.get(start);
+  if (index) return index;
+  const built: DescentIndex = { nodes: [], byKey: new Map() };
+  const visit = (node: DescentNode) => {
+    built.nodes.push(node);
+    const v = node.value;
+    if (Array.isArray(v)) {
+      for (let k = 0; k < v.length; k++) {
+        const c: unknown = v[k];
+        if (typeof c === 'object' && c !== null) visit({ value: c, key: k, up: node });
+      }
+      return;
+    }
+    const keys = Object.keys(v);
+    // Every key of this object before any of its children's: the lists stay in pre-order.
+    for (const k of keys) {
+      const holders = built.byKey.get(k);
+      if (holders) holders.push(node);
+      else built.byKey.set(k, [node]);
+    }
+    for (const k of keys) {
+      const c = (v as Record<string, unknown>)[k];
+      if (typeof c === 'object' && c !== null) visit({ value: c, key: k, up: node });
+    }
+  };
+  visit({ value: start, key: null, up: null });
+  cache.set(start, built);
+  return built;
+}
+
+/** The keys from the descent's start to `node`. */
+function keysTo(node: DescentNode): (string | number)[] {
+  const keys: (string | number)[] = [];
+  for (let n: DescentNode | null = node; n?.up; n = n.up) keys.push(n.key!);
+  return keys.reverse();
+}
+
+/** Appends to `out` the matches of `steps[i..]` from `value` (at `path`, in `parent`). */
+function walk(
+  steps: readonly Step[],
+  i: number,
+  value: unknown,
+  path: (string | number)[],
+  parent: Record<string, unknown> | unknown[] | null,
+  out: PathMatch[],
+  cache: DescentCache,
+): void {
+  if (i === steps.length) {
+    out.push(
+      new WalkMatch(value, path.slice(), parent, parent === null ? null : (path.at(-1) ?? null)),
+    );
+    return;
+  }
+  if (typeof value !== 'object' || value === null) return;
+  const s = steps[i]!;
+  const container = value as Record<string | number, unknown>;
+  const at = (k: string | number, j: number) => {
+    path.push(k);
+    walk(steps, j, container[k], path, value as Record<string, unknown> | unknown[], out, cache);
+    path.pop();
+  };
+  if (s === DESCENT) {
+    // jsonpath-plus' `..`: the step after it here, then the descent into each child that
+    // is an object or an array, in key order (it enters nulls too, where nothing
+    // matches). A step after `..` is a name or `*` (parseSteps): a name matches only
+    // at the objects holding it, `*` at every object and array.
+    const index = indexOf(value, cache);
+    const next = steps[i + 1]!;
+    const reached = typeof next === 'string' && next !== '*' ? index.byKey.get(next) : index.nodes;
+    for (const node of reached ?? []) {
+      const keys = keysTo(node);
+      path.push(...keys);
+      walk(steps, i + 1, node.value, path, null, out, cache);
+      path.length -= keys.length;
+    }
+  } else if (s === '*') {
+    if (Array.isArray(value)) for (let k = 0; k < value.length; k++) at(k, i + 1);
+    else for (const k of Object.keys(value)) at(k, i + 1);
+  } else if (Object.hasOwn(container, s)) {
+    // Index or key as walkPointer reports it: numbers in arrays, strings in objects.
+    at(Array.isArray(value) && /^\d+$/.test(String(s)) ? Number(s) : String(s), i + 1);
+  }
+}
+
+/**
+ * Every value `path` selects in `root`; throws what jsonpath-plus throws (an evaluation
+ * error). `cache`: the descent indexes of one evaluation (see DescentCache).
+ */
+export function matchesOf(
+  path: string,
+  root: object,
+  cache: DescentCache = new WeakMap(),
+): PathMatch[] {
   const steps = plainSteps(path);
   if (!steps) return jsonPathMatches(path, root);
-  let cursors: Cursor[] = [{ value: root, segments: [], parent: null }];
-  for (const s of steps) cursors = step(cursors, s);
-  return cursors.map((c) => ({
-    value: c.value,
-    field: renderField(c.segments),
-    segments: c.segments,
-    parent: c.parent,
-    key: c.parent === null ? null : (c.segments.at(-1) ?? null),
-  }));
+  const out: PathMatch[] = [];
+  walk(steps, 0, root, [], null, out, cache);
+  return out;
 }
 
 export function isRecord(v: unknown): v is Record<string, unknown> {

@@ -7,7 +7,7 @@ import { isCelError } from '@bufbuild/cel';
 import type { AdmissionRequest } from '../../admission/review.js';
 import type { MatchContext } from '../match.js';
 import { errorText, type CompiledExpression } from './rule.js';
-import { toCel } from './values.js';
+import { toCel, type CelCache } from './values.js';
 
 export interface NamedExpression {
   name: string;
@@ -42,6 +42,8 @@ export class CelActivation {
     object: unknown,
     ctx: MatchContext,
     variables: readonly NamedExpression[],
+    /** Shared by the activations of one evaluation: each part of the objects converted once. */
+    cache: CelCache = new WeakMap(),
   ) {
     // VAP's `request` carries neither object: they are their own variables.
     const request: Record<string, unknown> = { ...req };
@@ -60,10 +62,10 @@ export class CelActivation {
       : null;
     const vars = new Map<string, unknown>();
     this.bindings = {
-      object: toCel(object ?? null),
-      oldObject: toCel(req.oldObject ?? null),
-      request: toCel(request),
-      namespaceObject: toCel(ns),
+      object: toCel(object ?? null, cache),
+      oldObject: toCel(req.oldObject ?? null, cache),
+      request: toCel(request, cache),
+      namespaceObject: toCel(ns, cache),
       variables: vars,
     };
     // In order: a variable may read the ones before it.
