@@ -64,14 +64,46 @@ export interface ControlPlaneOptions {
   beforeReady?: (apiPort: number) => Promise<void>;
 }
 
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+/**
+ * A free port for a server to listen on, chosen below the kernel's ephemeral range: a port
+ * from that range (what listen(0) gives) can be taken as the source port of any outgoing
+ * connection between this check and the server's bind — with thousands of connections in
+ * a suite, a kube-apiserver once died of `address already in use` that way.
+ */
+export async function freePort(): Promise<number> {
+  const [low] = ephemeralRange();
+  const [from, to] = low > 12_000 ? [10_000, low] : [61_000, 65_536];
+  for (let i = 0; i < 100; i++) {
+    const port = from + Math.floor(Math.random() * (to - from));
+    // Not one this process handed out already (still free until its server starts).
+    if (!given.has(port) && (await canListen(port))) {
+      given.add(port);
+      return port;
+    }
+  }
+  throw new Error(`no free port found in ${from}-${to - 1} after 100 tries`);
+}
+
+const given = new Set<number>();
+
+function ephemeralRange(): [number, number] {
+  try {
+    const [low, high] = readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8')
+      .trim()
+      .split(/\s+/)
+      .map(Number);
+    if (low && high) return [low, high];
+  } catch {
+    // Not Linux: the IANA dynamic range, which macOS and Windows use.
+  }
+  return [49_152, 65_535];
+}
+
+function canListen(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
     const s = createServer();
-    s.once('error', reject);
-    s.listen(0, '127.0.0.1', () => {
-      const { port } = s.address() as { port: number };
-      s.close(() => resolve(port));
-    });
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 }
 
