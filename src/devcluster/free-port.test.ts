@@ -12,7 +12,7 @@ describe('freePort', () => {
         number,
         number,
       ];
-      const ports = [];
+      const ports: number[] = [];
       for (let i = 0; i < 20; i++) ports.push(await freePort());
       expect(new Set(ports).size).toBe(20);
       for (const p of ports) expect(p >= low && p <= high).toBe(false);
