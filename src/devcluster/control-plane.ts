@@ -275,7 +275,9 @@ export class ControlPlane {
         this.spawn(name, args);
         return;
       }
-      this.crashed = `${name} exited (${signal ?? code}); see ${join(this.dir, `${name}.log`)}`;
+      // The folder is deleted on stop, so the message carries the log's last lines itself.
+      const log = join(this.dir, `${name}.log`);
+      this.crashed = `${name} exited (${signal ?? code}); its log ends:\n${logTail(log, 20)}`;
     });
     this.procs.push(child);
   }
@@ -344,4 +346,14 @@ function writeAdmissionConfig(dir: string): string {
   const file = join(dir, 'admission-config.yaml');
   writeFileSync(file, stringify(admissionConfiguration(kubeconfig)));
   return file;
+}
+
+/** The last `lines` lines of a log file (at most 64 KiB read), or why it could not be read. */
+export function logTail(path: string, lines: number): string {
+  try {
+    const text = readFileSync(path, 'utf8');
+    return text.slice(-65_536).trimEnd().split('\n').slice(-lines).join('\n');
+  } catch (e) {
+    return `(${path} unreadable: ${(e as Error).message})`;
+  }
 }
