@@ -43,7 +43,7 @@ export interface PolicyPlacement {
 /** Built from its section (`policy:`, ./config.ts): its webhooks and groups depend on it. */
 export function policyFeature(settings: PolicyConfig, at: PolicyPlacement): Feature {
   const instance = settings.instance || hostname();
-  const state = policyState();
+  const state = policyState(at.namespace);
   const log = new DecisionLog({ maxEntries: settings.decisionLog.maxEntries, replica: instance });
   let flog: Logger | undefined;
   let events: FeatureEvents | undefined;
