@@ -220,6 +220,21 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
         20_000,
         'the Audit decision in admissionevents',
       );
+      /** app-name-label enforced by `by`, as annex observed it. */
+      const appNameLabelOn = (by: string) =>
+        eventually(
+          async () => {
+            const s = JSON.parse(
+              await kubectlOk(['get', 'admissionpolicy', 'app-name-label', '-o', 'json']),
+            ).status;
+            return (
+              s.enforcedBy === by &&
+              s.conditions.some((x: any) => x.type === 'Enforced' && x.status === 'True')
+            );
+          },
+          30_000,
+          `app-name-label enforced by ${by}`,
+        );
       // A PolicyException, with the shipped RBAC: annex watches it and writes its status; the
       // native policy it names moves to annex's webhook; the exempted object is let through.
       await kubectlOk(['apply', '-f', '-'], {
@@ -238,19 +253,7 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
         }),
       });
       await waitForCondition([`policyexception/legacy`, '-n', ns], 'Ready', { timeoutMs: 30_000 });
-      await eventually(
-        async () => {
-          const s = JSON.parse(
-            await kubectlOk(['get', 'admissionpolicy', 'app-name-label', '-o', 'json']),
-          ).status;
-          return (
-            s.enforcedBy === 'webhook' &&
-            s.conditions.some((x: any) => x.type === 'Enforced' && x.status === 'True')
-          );
-        },
-        30_000,
-        'app-name-label on the webhook',
-      );
+      await appNameLabelOn('webhook');
       let exempted = { code: -1, stdout: '', stderr: '' };
       await eventually(
         async () => {
@@ -280,19 +283,7 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
       );
       // The exception gone, app-name-label returns to the API server.
       await kubectlOk(['delete', 'policyexception', 'legacy', '-n', ns]);
-      await eventually(
-        async () => {
-          const s = JSON.parse(
-            await kubectlOk(['get', 'admissionpolicy', 'app-name-label', '-o', 'json']),
-          ).status;
-          return (
-            s.enforcedBy === 'ValidatingAdmissionPolicy' &&
-            s.conditions.some((x: any) => x.type === 'Enforced' && x.status === 'True')
-          );
-        },
-        30_000,
-        'app-name-label back in the API server',
-      );
+      await appNameLabelOn('ValidatingAdmissionPolicy');
       expect(pod.output()).not.toMatch(
         /cannot update the policy webhook rules|registration failed/,
       );

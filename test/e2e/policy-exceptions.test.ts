@@ -75,6 +75,13 @@ describeCluster('PolicyExceptions, live, as shipped', () => {
     ]);
   const statusOf = (name: string) => getJson('admissionpolicy', name).then((p) => p.status ?? {});
   const ready = (o: any) => o.status?.conditions?.find((c: any) => c.type === 'Ready');
+  /** The policy's status once it says `by` enforces it and annex observed that path. */
+  const enforcedBy = (name: string, by: 'ValidatingAdmissionPolicy' | 'webhook') =>
+    eventually(async () => {
+      const st = await statusOf(name);
+      const enforced = st.conditions?.find((c: any) => c.type === 'Enforced');
+      return st.enforcedBy === by && enforced?.status === 'True' ? st : undefined;
+    }, 30_000);
 
   beforeAll(async () => {
     ns = await createNamespace('exceptions');
@@ -117,13 +124,7 @@ describeCluster('PolicyExceptions, live, as shipped', () => {
 
   it('a policy an exception names leaves its ValidatingAdmissionPolicy for the webhook, and says so', async () => {
     await applyObjects([policy('require-team')]);
-    await eventually(async () => {
-      const s = await statusOf('require-team');
-      const enforced = s.conditions?.find((c: any) => c.type === 'Enforced');
-      return s.enforcedBy === 'ValidatingAdmissionPolicy' && enforced?.status === 'True'
-        ? true
-        : undefined;
-    }, 30_000);
+    await enforcedBy('require-team', 'ValidatingAdmissionPolicy');
     // The API server enforces it: legacy-web, without a team label, is refused by the VAP.
     const refused = await eventually(async () => {
       const r = await create(ns, 'legacy-web', true);
@@ -134,11 +135,7 @@ describeCluster('PolicyExceptions, live, as shipped', () => {
     await applyObjects([
       exception('legacy', { exceptions: [{ policyName: 'require-team', ruleNames: ['team'] }] }),
     ]);
-    const s = await eventually(async () => {
-      const st = await statusOf('require-team');
-      const enforced = st.conditions?.find((c: any) => c.type === 'Enforced');
-      return st.enforcedBy === 'webhook' && enforced?.status === 'True' ? st : undefined;
-    }, 30_000);
+    const s = await enforcedBy('require-team', 'webhook');
     expect(s.webhookReason).toBe(
       `PolicyExceptions name it (${ns}/legacy): annex honours and records them`,
     );
@@ -277,10 +274,7 @@ describeCluster('PolicyExceptions, live, as shipped', () => {
     }, 20_000);
     expect(ready(strict)).toMatchObject({ status: 'False', reason: 'ExceptionsNotAllowed' });
     // strict-team stays with the API server, and the exception does not lift it.
-    await eventually(async () => {
-      const s = await statusOf('strict-team');
-      return s.enforcedBy === 'ValidatingAdmissionPolicy' ? true : undefined;
-    }, 30_000);
+    await enforcedBy('strict-team', 'ValidatingAdmissionPolicy');
     const r = await eventually(async () => {
       const x = await create(other, 'anything', true);
       return x.stderr.includes("ValidatingAdmissionPolicy 'annex-strict-team'") ? x : undefined;
@@ -290,13 +284,7 @@ describeCluster('PolicyExceptions, live, as shipped', () => {
 
   it('with its exceptions deleted, the policy returns to the API server', async () => {
     await kubectlOk(['delete', 'policyexception', 'legacy', 'typo', '-n', ns]);
-    await eventually(async () => {
-      const s = await statusOf('require-team');
-      const enforced = s.conditions?.find((c: any) => c.type === 'Enforced');
-      return s.enforcedBy === 'ValidatingAdmissionPolicy' && enforced?.status === 'True'
-        ? true
-        : undefined;
-    }, 30_000);
+    await enforcedBy('require-team', 'ValidatingAdmissionPolicy');
     const r = await eventually(async () => {
       const x = await create(ns, 'legacy-api', true);
       return x.stderr.includes("ValidatingAdmissionPolicy 'annex-require-team'") ? x : undefined;
