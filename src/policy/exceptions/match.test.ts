@@ -145,8 +145,11 @@ describe('ExceptionSet.exemption', () => {
       resource: { group: '', version: 'v1', resource: 'namespaces' },
     };
     expect(s.exemption(p, 'team', ns)).toBe('annex-system/ex');
-    // The same exception elsewhere cannot reach a cluster-scoped object.
-    expect(setOf(exception('shop', admin.source.spec)).exemption(p, 'team', ns)).toBeUndefined();
+    // The same exception elsewhere cannot reach a cluster-scoped object, nor the Namespace
+    // `shop` itself, whose review the API server sends with namespace: shop.
+    const shopNs = setOf(exception('shop', admin.source.spec));
+    expect(shopNs.exemption(p, 'team', ns)).toBeUndefined();
+    expect(shopNs.exemption(p, 'team', { ...ns, name: 'shop', namespace: 'shop' })).toBeUndefined();
   });
 
   it('needs one filter of any and every filter of all; labels by selector', () => {

@@ -135,9 +135,15 @@ function filterMatches(f: CompiledFilter, req: AdmissionRequest): boolean {
   return !f.selector || selectorMatches(f.selector, labelsOf(req));
 }
 
-/** Whether `e` may exempt `req` at all: its own namespace, or anything from annex's. */
+/**
+ * Whether `e` may exempt `req` at all: its own namespace's objects, or anything from
+ * annex's. A Namespace is cluster-scoped, though the API server sends its review with
+ * `namespace` set to its own name: the namespace's editors must not exempt it.
+ */
 export function inScope(e: CompiledException, req: AdmissionRequest, annexNamespace: string) {
-  return e.namespace === annexNamespace || (!!req.namespace && req.namespace === e.namespace);
+  if (e.namespace === annexNamespace) return true;
+  const isNamespace = req.resource.group === '' && req.resource.resource === 'namespaces';
+  return !isNamespace && !!req.namespace && req.namespace === e.namespace;
 }
 
 export function exceptionMatches(
