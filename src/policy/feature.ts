@@ -70,10 +70,11 @@ export function policyFeature(settings: PolicyConfig, at: PolicyPlacement): Feat
   const provider: Provider = view ?? log.store;
 
   function record(decisions: PolicyDecision[], req: AdmissionRequest): void {
+    const refused = decisions.some((d) => d.action === 'Deny');
     for (const d of decisions) {
       log.record(d, req);
       if (events && settings.events && !req.dryRun) {
-        const { namespace, event } = eventFor(d, req);
+        const { namespace, event } = eventFor(d, req, refused);
         events.record(namespace, event);
       }
     }

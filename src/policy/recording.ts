@@ -31,17 +31,20 @@ function objectRef(req: AdmissionRequest): ObjectReference {
 
 /**
  * The Event for a decision, and the namespace it lives in. It regards the object; a
- * refused create has no object, so it regards the namespace (the would-be object is
+ * refused create has no object (an exemption's Event too, when another rule refused it),
+ * so it regards the namespace (the would-be object is
  * `related`), and lives there, so `kubectl events -n NS` shows it. An Event about a
  * cluster-scoped object must live in `default` (API server validation).
  */
 export function eventFor(
   d: PolicyDecision,
   req: AdmissionRequest,
+  /** The request was refused (by this decision or another of the same review). */
+  refused = d.action === 'Deny',
 ): { namespace: string; event: EventInput } {
   const { action, verb, type, reason } = ACTIONS[d.action];
   const object = objectRef(req);
-  const refusedCreate = d.action === 'Deny' && req.operation === 'CREATE' && req.namespace;
+  const refusedCreate = refused && req.operation === 'CREATE' && req.namespace;
   const regarding: ObjectReference = refusedCreate
     ? { apiVersion: 'v1', kind: 'Namespace', namespace: req.namespace!, name: req.namespace! }
     : object;

@@ -241,6 +241,18 @@ describeCluster('PolicyExceptions, live, as shipped', () => {
       regarding: { kind: 'Deployment', namespace: ns, name: 'legacy-web' },
       note: `AdmissionPolicy require-team rule team exempted CREATE of Deployment ${ns}/legacy-web by PolicyException ${ns}/legacy`,
     });
+    // legacy-web.v2 was refused by dns-label: no object to regard, so its namespace is.
+    const refused = await eventually(async () => {
+      const list = await getJson(
+        'events.events.k8s.io',
+        '-n',
+        ns,
+        '--field-selector',
+        'reason=PolicyExempted',
+      );
+      return list.items.find((e: any) => e.related?.name === 'legacy-web.v2');
+    }, 20_000);
+    expect(refused.regarding).toMatchObject({ kind: 'Namespace', name: ns });
   });
 
   it('an exception naming a missing rule or a policy that refuses exceptions says why, and exempts nothing', async () => {
