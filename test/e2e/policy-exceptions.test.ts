@@ -224,16 +224,19 @@ describeCluster('PolicyExceptions, live, as shipped', () => {
         .map((e: any) => e.object.name)
         .sort(),
     ).toEqual(['legacy-web', 'legacy-web.v2']);
-    const ev = await eventually(async () => {
-      const list = await getJson(
-        'events.events.k8s.io',
-        '-n',
-        ns,
-        '--field-selector',
-        'reason=PolicyExempted',
-      );
-      return list.items.find((e: any) => e.regarding.name === 'legacy-web');
-    }, 20_000);
+    /** The first PolicyExempted Event of the namespace `which` picks, once there. */
+    const exemptedEvent = (which: (e: any) => boolean) =>
+      eventually(async () => {
+        const list = await getJson(
+          'events.events.k8s.io',
+          '-n',
+          ns,
+          '--field-selector',
+          'reason=PolicyExempted',
+        );
+        return list.items.find(which);
+      }, 20_000);
+    const ev = await exemptedEvent((e) => e.regarding.name === 'legacy-web');
     expect(ev).toMatchObject({
       type: 'Normal',
       action: 'Exempted',
@@ -242,16 +245,7 @@ describeCluster('PolicyExceptions, live, as shipped', () => {
       note: `AdmissionPolicy require-team rule team exempted CREATE of Deployment ${ns}/legacy-web by PolicyException ${ns}/legacy`,
     });
     // legacy-web.v2 was refused by dns-label: no object to regard, so its namespace is.
-    const refused = await eventually(async () => {
-      const list = await getJson(
-        'events.events.k8s.io',
-        '-n',
-        ns,
-        '--field-selector',
-        'reason=PolicyExempted',
-      );
-      return list.items.find((e: any) => e.related?.name === 'legacy-web.v2');
-    }, 20_000);
+    const refused = await exemptedEvent((e) => e.related?.name === 'legacy-web.v2');
     expect(refused.regarding).toMatchObject({ kind: 'Namespace', name: ns });
   });
 
