@@ -195,6 +195,34 @@ describe('annex check command', () => {
     expect(process.exitCode).toBeUndefined();
   });
 
+  it('honours a PolicyException found beside the policies, in its namespace only, and names it', async () => {
+    const exception = (namespace?: string) =>
+      write(
+        `x/${namespace ?? 'none'}.yaml`,
+        `apiVersion: policy.annex.dev/v1alpha1
+kind: PolicyException
+metadata: {name: legacy${namespace ? `, namespace: ${namespace}` : ''}}
+spec:
+  reason: named before the rule
+  exceptions: [{policyName: cm-names, ruleNames: [label]}]
+  match: {any: [{resources: {kinds: [ConfigMap], names: ['b.*']}}]}
+`,
+      );
+    // No namespace: it is in -n's, as the objects are.
+    const out = await run('-p', labelPolicy, '-p', exception(), objects);
+    expect(out).toBe(
+      'configmap/a created (server dry run)\nconfigmap/b.c created (server dry run)\n  exempted: cm-names: label by PolicyException default/legacy\n',
+    );
+    expect(process.exitCode).toBeUndefined();
+    // Another namespace's exception exempts nothing here; as in the cluster, a policy an
+    // exception names is on annex's webhook, so the denial is the webhook's.
+    const elsewhere = await run('-p', labelPolicy, '-p', exception('shop'), objects);
+    expect(elsewhere).toBe(
+      'configmap/a created (server dry run)\nThe ConfigMap "b.c" is invalid: metadata.name: Invalid value: "b.c": must not contain dots\n',
+    );
+    expect(process.exitCode).toBe(1);
+  });
+
   it('refuses a bad flag as a UserError', async () => {
     await expect(run('-p', labelPolicy, objects, '-o', 'xml')).rejects.toThrow(
       '--output: must be text or json',

@@ -16,7 +16,10 @@ import { jsonPatch, type PatchOp } from '../admission/patch.js';
 import type { Status } from '../core/status.js';
 import type { KubeObject } from '../core/types.js';
 import type { CompiledPolicy } from '../policy/compile.js';
-import { expandPaths, label, loadPolicies } from '../policy/load.js';
+import { expandPaths, label, loadPolicyFiles } from '../policy/load.js';
+import { ExceptionSet } from '../policy/exceptions/match.js';
+import type { Exemption } from '../policy/exceptions/types.js';
+import { DEFAULT_ANNEX_NAMESPACE } from '../policy/match.js';
 import { evaluateAsInstalled, type InstalledEvaluation } from '../policy/as-installed.js';
 import { vapName } from '../policy/cel/index.js';
 import { evaluateVaps, loadVaps, type VapSet } from '../policy/vap/index.js';
@@ -45,6 +48,8 @@ export interface CheckOptions {
   namespaceLabels?: Record<string, string>;
   /** Who sends the request (default nobody: `userInfo: {}`). */
   userInfo?: AdmissionRequest['userInfo'];
+  /** The PolicyExceptions (found beside the policies, in `-p` files). */
+  exceptions?: ExceptionSet;
 }
 
 /** What the API server would answer to one object's create. */
@@ -71,6 +76,8 @@ export interface CheckResult {
   matched?: string[];
   /** Rules that could not be evaluated, of policies with failurePolicy Ignore (allowed). */
   ignored?: InstalledEvaluation['ignored'];
+  /** Rules a PolicyException lifted, each with the exception. */
+  exempted?: Exemption[];
 }
 
 /** kubectl's name for an object in its result lines: `deployment.apps/web`, `configmap/x`. */
@@ -124,7 +131,11 @@ export function checkObject(
     policies,
     request,
     { native: options.native ?? true, ...annexNamespace },
-    { ...annexNamespace, ...labels },
+    {
+      ...annexNamespace,
+      ...labels,
+      ...(options.exceptions ? { exceptions: options.exceptions } : {}),
+    },
   );
   const patch = e.mutated ? jsonPatch(rendered, e.mutated) : undefined;
   // The cluster's VAPs: in the same plugin as the native AdmissionPolicies, after every
@@ -148,6 +159,7 @@ export function checkObject(
     ...(v?.audits.length ? { audits: v.audits } : {}),
     ...(e.matched ? { matched: e.matched } : {}),
     ...(e.ignored ? { ignored: e.ignored } : {}),
+    ...(e.exempted ? { exempted: e.exempted } : {}),
   };
   if (v?.status && !nativeDenial) return denied(v.status, rest);
   if (!e.allowed && e.status) return denied(e.status, rest);
@@ -187,6 +199,8 @@ export function formatResult(r: CheckResult): string {
     lines.push(`  or denied by ${p} (the API server names one, in no fixed order)`);
   }
   for (const a of r.audits ?? []) lines.push(`  audit: ${a}`);
+  for (const x of r.exempted ?? [])
+    lines.push(`  exempted: ${x.policy}: ${x.rule} by PolicyException ${x.exception}`);
   for (const d of r.decisions.filter((d) => d.action === 'Audit')) {
     lines.push(...d.causes.map((c) => `  audit: ${d.policy}: ${c.field}: ${c.message}`));
   }
@@ -203,7 +217,12 @@ export function register(program: Command): void {
     .description(
       "what the API server would answer to creating these objects with the AdmissionPolicies (and the cluster's own ValidatingAdmissionPolicies) installed, offline (exit 1 on any denial)",
     )
-    .option('-p, --policy <path>', 'AdmissionPolicy file or folder (repeat for more)', collect, [])
+    .option(
+      '-p, --policy <path>',
+      'AdmissionPolicy (and PolicyException) file or folder (repeat for more)',
+      collect,
+      [],
+    )
     .option(
       '--vap <path>',
       'ValidatingAdmissionPolicy and binding file or folder, as kubectl get -o yaml prints them (repeat for more)',
@@ -239,13 +258,17 @@ export function register(program: Command): void {
         if ([...opts.policy, ...opts.vap, ...files].filter((f) => f === '-').length > 1) {
           throw new UserError('- (stdin) can be read only once');
         }
-        const policies = loadPolicies(opts.policy);
+        // An exception without a namespace is in -n's, as kubectl apply would put it.
+        const { policies, exceptions: found } = loadPolicyFiles(opts.policy, opts.namespace);
+        const exceptions = new ExceptionSet(DEFAULT_ANNEX_NAMESPACE);
+        exceptions.replace(found);
         const vaps = opts.vap.length ? loadVaps(opts.vap) : undefined;
         for (const note of vaps?.notes ?? []) process.stderr.write(`annex: note: ${note}\n`);
         const results = checkFiles(files, policies, {
           namespace: opts.namespace,
           native: opts.native,
           ...(vaps ? { vaps } : {}),
+          ...(found.length ? { exceptions } : {}),
         });
         const denied = results.filter((r) => !r.allowed).length;
         if (opts.output === 'json') {

@@ -20,6 +20,7 @@ import { UserError } from '../errors.js';
 import { declarationsOf, renderObjects, serviceRefOf } from '../manifests/render.js';
 import { waitForCondition } from '../devcluster/wait.js';
 import { policyCrd } from '../policy/crd.js';
+import { exceptionCrd } from '../policy/exceptions/crd.js';
 import { createLogger } from '../log.js';
 import { builtinFeatures } from '../server/builtins.js';
 import { validateFeatures } from '../core/feature.js';
@@ -80,8 +81,8 @@ export function register(program: Command): void {
           admission: { clientCA: info.webhookClientCaFile },
         },
       });
-      // The policy feature lists AdmissionPolicies as it starts: their CRD comes first.
-      if (o.policies) await applyObjects(kubectl, [policyCrd()]);
+      // The policy feature lists AdmissionPolicies and PolicyExceptions as it starts: their CRDs come first.
+      if (o.policies) await applyObjects(kubectl, [policyCrd(), exceptionCrd()]);
       const annex = await startAnnex(config, createLogger(config.log.level), mine);
       const stop = async () => {
         await annex.close();

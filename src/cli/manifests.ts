@@ -15,6 +15,7 @@ import {
   serviceRefOf,
 } from '../manifests/render.js';
 import { writePolicyCrd } from '../policy/crd.js';
+import { writeExceptionCrd } from '../policy/exceptions/crd.js';
 import { writeMetricCrd } from '../scaling/crd.js';
 import { builtinFeatures } from '../server/builtins.js';
 import { validateFeatures } from '../core/feature.js';
@@ -69,7 +70,10 @@ export function register(program: Command): void {
         writeFileSync(path, text);
         console.log(`wrote ${path}`);
       }
-      if (config.policy.enabled) console.log(`wrote ${writePolicyCrd(o.write)}`);
+      if (config.policy.enabled) {
+        console.log(`wrote ${writePolicyCrd(o.write)}`);
+        console.log(`wrote ${writeExceptionCrd(o.write)}`);
+      }
       if (config.scaling.enabled) console.log(`wrote ${writeMetricCrd(o.write)}`);
     });
 }

@@ -13,6 +13,7 @@ import { qualifiedResource, StatusError, type Status, type StatusReason } from '
 import { bindingName, celObjects, recordsAudit, vapName, type CelOptions } from './cel/index.js';
 import type { CompiledPolicy } from './compile.js';
 import { evaluate, type EvaluateContext } from './evaluate.js';
+import { liveExceptions } from './exceptions/match.js';
 import type { Evaluation } from './types.js';
 
 export interface InstalledOptions extends CelOptions {
@@ -104,7 +105,7 @@ export function evaluateAsInstalled(
   const { native = true, ...celOpts } = opts;
   const compiled = native
     ? celObjects(
-        policies.filter((p) => !recordsAudit(p)),
+        policies.filter((p) => !recordsAudit(p) && !liveExceptions(ctx.exceptions, p).length),
         celOpts,
       )
     : new Map();
@@ -118,6 +119,7 @@ export function evaluateAsInstalled(
     decisions: all.decisions,
     ...(all.matched ? { matched: all.matched } : {}),
     ...(all.ignored ? { ignored: all.ignored } : {}),
+    ...(all.exempted ? { exempted: all.exempted } : {}),
   };
 
   const causes = new Map<string, FieldCause[]>();

@@ -127,6 +127,7 @@ export class BackgroundScanner {
     const labels = namespace ? this.state.namespaceLabels.get(namespace) : undefined;
     return {
       annexNamespace: this.opts.annexNamespace,
+      exceptions: this.state.exceptions,
       ...(labels ? { namespaceLabels: labels } : {}),
     };
   }

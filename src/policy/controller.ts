@@ -9,7 +9,8 @@ import { KubeApiError, type KubeClient } from '../kube/client.js';
 import { startWatch } from '../kube/reflector.js';
 import type { Logger } from '../log.js';
 import { sameRules, unionRules, type Compiled } from './engine.js';
-import { loadPolicies } from './load.js';
+import { ExceptionController } from './exceptions/controller.js';
+import { loadExceptions, loadPolicies } from './load.js';
 import { NativePlan } from './native.js';
 import type { PolicyState } from './state.js';
 import {
@@ -58,6 +59,7 @@ export interface ControllerOptions {
 
 export class PolicyController {
   private readonly native: NativePlan;
+  private readonly exceptions: ExceptionController;
   private log: Logger | undefined;
   private writes: WriterQueue | undefined;
   private registrationsChanged = () => {};
@@ -83,6 +85,15 @@ export class PolicyController {
       enabled: opts.native,
       cluster: () => state.kube !== null,
       annexNamespace: opts.annexNamespace,
+      exceptions: state.exceptions,
+    });
+    this.exceptions = new ExceptionController(state, {
+      policy: (name) => this.latest.get(name),
+      // A policy an exception names now (or no longer) moves between CEL and the webhook.
+      changed: () => {
+        this.syncRules();
+        this.refreshStatuses();
+      },
     });
   }
 
@@ -92,6 +103,7 @@ export class PolicyController {
     this.registrationsChanged = () => ctx.registrationsChanged();
     if (ctx.kube) return this.startCluster(ctx.kube, ctx.log, ctx);
     for (const p of loadPolicies([this.opts.directory])) this.state.set.put(p.source);
+    this.state.exceptions.replace(loadExceptions([this.opts.directory]));
     this.syncRules();
     this.listed = true;
     ctx.log.info(
@@ -102,6 +114,7 @@ export class PolicyController {
 
   stop(): void {
     this.stopped = true;
+    this.exceptions.stop();
     for (const s of this.stops.splice(0)) s();
   }
 
@@ -111,6 +124,14 @@ export class PolicyController {
   }
 
   report(): string | undefined {
+    // Not a readiness gate: until listed, no rule is exempted (the policies fail closed).
+    const exceptions = this.exceptions.ready();
+    const unlisted = exceptions === true ? undefined : exceptions;
+    const enforced = this.unenforcedReport();
+    return [enforced, unlisted].filter((r) => r).join('; ') || undefined;
+  }
+
+  private unenforcedReport(): string | undefined {
     if (!this.unenforced.size) return undefined;
     const names = [...this.unenforced].sort(([a], [b]) => (a < b ? -1 : 1));
     const shown = names.slice(0, 5).map(([n, why]) => `${n} (${why})`);
@@ -213,6 +234,7 @@ export class PolicyController {
   }
 
   private startCluster(k: KubeClient, l: Logger, { queue }: FeatureContext): void {
+    this.exceptions.start(k, l, queue);
     this.writes = queue.writer('policy', {
       handle: (name) =>
         name === CEL ? this.applyNative() : this.writeStatus(name.slice(STATUS.length)),
@@ -257,6 +279,7 @@ export class PolicyController {
           }
           this.syncRules();
           this.refreshStatuses();
+          this.exceptions.refreshStatuses();
         },
         (err) => {
           this.listError = err.message;

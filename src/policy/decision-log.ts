@@ -7,7 +7,7 @@ import type { AdmissionRequest } from '../admission/review.js';
 import { ObjectStore } from '../apiserver/object-store.js';
 import { resource } from '../apiserver/resource.js';
 import type { GroupVersionDecl, KubeObject, Provider } from '../core/types.js';
-import type { PolicyAction, PolicyDecision } from './types.js';
+import type { DecisionAction, PolicyDecision } from './types.js';
 import { counter, histogram } from '../core/metric.js';
 
 export const AUDIT_GROUP = 'audit.annex.dev';
@@ -15,8 +15,10 @@ export const AUDIT_VERSION = 'v1alpha1';
 
 export interface AdmissionEvent extends KubeObject {
   time: string;
-  decision: PolicyAction;
+  decision: DecisionAction;
   policy: string;
+  /** `namespace/name` of the PolicyException of an Exempt decision. */
+  exception?: string;
   rule: string;
   operation: string;
   object: { apiVersion: string; kind: string; namespace?: string; name: string };
@@ -30,7 +32,7 @@ export interface AdmissionEvent extends KubeObject {
 
 const decisionsTotal = counter({
   name: 'annex_policy_decisions_total',
-  help: 'Policy decisions recorded, by policy and action (Deny, Warn, Audit).',
+  help: 'Policy decisions recorded, by policy and action (Deny, Warn, Audit, Exempt).',
   labelNames: ['policy', 'action'],
 });
 
@@ -76,6 +78,7 @@ export class DecisionLog {
       time: new Date(at).toISOString(),
       decision: d.action,
       policy: d.policy,
+      ...(d.exception ? { exception: d.exception } : {}),
       rule: d.rule,
       operation: req.operation,
       object: {
@@ -112,11 +115,12 @@ export function admissionEventsGroup(provider: Provider): GroupVersionDecl {
     kind: 'AdmissionEvent',
     shortNames: ['aev'],
     description:
-      'One decision of an annex AdmissionPolicy (Deny, Warn or Audit) on one admission request: which policy and rule, on what object, by whom. Never the object contents.',
+      'One decision of an annex AdmissionPolicy (Deny, Warn or Audit, or Exempt: a PolicyException lifted the rule) on one admission request: which policy and rule, on what object, by whom. Never the object contents.',
     fields: {
       time: { type: 'string', format: 'date-time', description: 'When annex decided.' },
-      decision: str('The action taken: Deny, Warn or Audit.'),
+      decision: str('The action taken: Deny, Warn, Audit, or Exempt.'),
       policy: str('The AdmissionPolicy.'),
+      exception: str('The PolicyException (namespace/name) of an Exempt decision.'),
       rule: str('The rule of the policy that failed.'),
       operation: str('CREATE, UPDATE, DELETE or CONNECT.'),
       object: {
@@ -148,6 +152,7 @@ export function admissionEventsGroup(provider: Provider): GroupVersionDecl {
       User: '$.user',
       // `kubectl apply --dry-run=server` is decided like any request: say so, in -o wide.
       'Dry Run': { jsonPath: '$.dryRun', priority: 1 },
+      Exception: { jsonPath: '$.exception', priority: 1 },
     },
     selectableFields: { policy: '$.policy', decision: '$.decision', rule: '$.rule' },
     provider,

@@ -124,6 +124,8 @@ export function decide(
     const e = evaluate([p], req, ctx);
     observeEvaluation(p.name, Number(process.hrtime.bigint() - t0) / 1e9);
     decisions.push(...e.decisions);
+    // Every use of an exception is a decision of its own (recorded, never a cause).
+    for (const x of e.exempted ?? []) decisions.push({ ...x, action: 'Exempt', causes: [] });
     warnings.push(...e.warnings);
   }
   const denyCauses = decisions.filter((d) => d.action === 'Deny').flatMap((d) => d.causes);

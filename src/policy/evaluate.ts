@@ -33,6 +33,8 @@ import {
   type PathMatch,
 } from './paths.js';
 import { evaluatePodSecurity, podOf, podSecurityMessage } from './pss/index.js';
+import type { ExceptionSet } from './exceptions/match.js';
+import type { Exemption } from './exceptions/types.js';
 import type { Evaluation, PolicyAction, PolicyDecision } from './types.js';
 
 export type EvaluateContext = MatchContext & {
@@ -56,6 +58,11 @@ export type EvaluateContext = MatchContext & {
    * each policy alone). Without it, each evaluate() call has its own.
    */
   caches?: EvaluationCaches;
+  /**
+   * The PolicyExceptions known: a validate rule an exception exempts the request from is
+   * not evaluated, and named in `exempted`.
+   */
+  exceptions?: ExceptionSet;
 };
 
 /** The objects of one review as CEL values, and the descent indexes of its paths. */
@@ -259,6 +266,7 @@ export function evaluate(
 ): Evaluation {
   const failures: { policy: CompiledPolicy; rule: string; causes: FieldCause[] }[] = [];
   const ignored: NonNullable<Evaluation['ignored']> = [];
+  const exempted: Exemption[] = [];
   // The objects as CEL values, converted lazily and shared by every policy's activation;
   // their descent indexes, shared by every path that descends into the same one.
   const { cel: celCache, descents } = ctx.caches ?? evaluationCaches();
@@ -338,6 +346,11 @@ export function evaluate(
       const activation = () =>
         (act ??= new CelActivation(request, object ?? null, ctx, policy.variables, celCache));
       for (const [i, rule] of policy.validate.entries()) {
+        const exception = ctx.exceptions?.exemption(policy, rule.name, request);
+        if (exception) {
+          exempted.push({ policy: policy.name, rule: rule.name, exception });
+          continue;
+        }
         if (late()) {
           outOfTime(policy, policy.validate.slice(i));
           break;
@@ -378,5 +391,6 @@ export function evaluate(
     decisions,
     matched: matching.map((p) => p.name),
     ...(ignored.length ? { ignored } : {}),
+    ...(exempted.length ? { exempted } : {}),
   };
 }

@@ -43,7 +43,7 @@ export interface PolicyPlacement {
 /** Built from its section (`policy:`, ./config.ts): its webhooks and groups depend on it. */
 export function policyFeature(settings: PolicyConfig, at: PolicyPlacement): Feature {
   const instance = settings.instance || hostname();
-  const state = policyState();
+  const state = policyState(at.namespace);
   const log = new DecisionLog({ maxEntries: settings.decisionLog.maxEntries, replica: instance });
   let flog: Logger | undefined;
   let events: FeatureEvents | undefined;
@@ -70,10 +70,11 @@ export function policyFeature(settings: PolicyConfig, at: PolicyPlacement): Feat
   const provider: Provider = view ?? log.store;
 
   function record(decisions: PolicyDecision[], req: AdmissionRequest): void {
+    const refused = decisions.some((d) => d.action === 'Deny');
     for (const d of decisions) {
       log.record(d, req);
       if (events && settings.events && !req.dryRun) {
-        const { namespace, event } = eventFor(d, req);
+        const { namespace, event } = eventFor(d, req, refused);
         events.record(namespace, event);
       }
     }

@@ -5,6 +5,8 @@ import { join } from 'node:path';
 import { readObjects } from '../admission/defaults/input.js';
 import { UserError } from '../errors.js';
 import { compilePolicy, type CompiledPolicy } from './compile.js';
+import { compileException, ExceptionError, type CompiledException } from './exceptions/match.js';
+import { EXCEPTION_KIND } from './exceptions/types.js';
 import { PolicyCompileError } from './types.js';
 
 const MANIFEST = /\.(ya?ml|json)$/;
@@ -43,16 +45,39 @@ export const label = (file: string) => (file === '-' ? 'stdin' : file);
 
 /** Every AdmissionPolicy in the files and folders, compiled; a bad one is a UserError naming its file. */
 export function loadPolicies(paths: readonly string[]): CompiledPolicy[] {
+  return loadPolicyFiles(paths).policies;
+}
+
+/** Every PolicyException in the files and folders (see loadPolicyFiles). */
+export function loadExceptions(
+  paths: readonly string[],
+  namespace = 'default',
+): CompiledException[] {
+  return loadPolicyFiles(paths, namespace).exceptions;
+}
+
+/**
+ * The AdmissionPolicies and PolicyExceptions of the files and folders, each file read once
+ * (stdin can be read only once), compiled; an exception without a namespace is in
+ * `namespace` (kubectl's -n). A bad one is a UserError naming its file.
+ */
+export function loadPolicyFiles(
+  paths: readonly string[],
+  namespace = 'default',
+): { policies: CompiledPolicy[]; exceptions: CompiledException[] } {
   const policies: CompiledPolicy[] = [];
+  const exceptions: CompiledException[] = [];
   for (const file of expandPaths(paths)) {
     for (const obj of readObjects(file, label(file))) {
       try {
-        policies.push(compilePolicy(obj));
+        if (obj.kind === EXCEPTION_KIND) exceptions.push(compileException(obj, namespace));
+        else policies.push(compilePolicy(obj));
       } catch (e) {
-        if (e instanceof PolicyCompileError) throw new UserError(`${label(file)}: ${e.message}`);
+        if (e instanceof PolicyCompileError || e instanceof ExceptionError)
+          throw new UserError(`${label(file)}: ${e.message}`);
         throw e;
       }
     }
   }
-  return policies;
+  return { policies, exceptions };
 }

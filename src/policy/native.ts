@@ -6,6 +6,7 @@ import type { KubeClient } from '../kube/client.js';
 import { celObjects, recordsAudit, syncCel, webhookPolicies } from './cel/apply.js';
 import { celStatus, type CelObjects } from './cel/compile.js';
 import type { CompiledPolicy } from './compile.js';
+import { liveExceptions, type ExceptionSet } from './exceptions/match.js';
 import type { Enforcement, PolicyStatus } from './status.js';
 
 export interface NativeOptions {
@@ -14,7 +15,13 @@ export interface NativeOptions {
   /** Whether there is an API server to hold the objects. */
   cluster(): boolean;
   annexNamespace: string;
+  /** The PolicyExceptions: a policy they name stays on the webhook. */
+  exceptions?: ExceptionSet;
 }
+
+/** The first three, and how many more. */
+const named = (keys: readonly string[]) =>
+  keys.slice(0, 3).join(', ') + (keys.length > 3 ? ` and ${keys.length - 3} more` : '');
 
 export class NativePlan {
   /** The CEL objects the API server is to hold, by policy name. */
@@ -28,7 +35,12 @@ export class NativePlan {
   }
 
   private candidate(p: CompiledPolicy): boolean {
-    return this.opts.enabled && this.opts.cluster() && !recordsAudit(p);
+    return (
+      this.opts.enabled &&
+      this.opts.cluster() &&
+      !recordsAudit(p) &&
+      !liveExceptions(this.opts.exceptions, p).length
+    );
   }
 
   /** Plans `policies`; returns those left to annex's webhook. */
@@ -52,9 +64,12 @@ export class NativePlan {
   /** Who enforces `p`, and why the webhook when it does. */
   enforcedBy(p: CompiledPolicy): Pick<PolicyStatus, 'enforcedBy' | 'webhookReason'> {
     if (!this.candidate(p)) {
+      const excepted = liveExceptions(this.opts.exceptions, p);
       const why = !this.opts.enabled
         ? 'policy.native is off'
-        : 'Audit decisions are recorded by annex';
+        : recordsAudit(p)
+          ? 'Audit decisions are recorded by annex'
+          : `PolicyExceptions name it (${named(excepted.map((e) => e.key))}): annex honours and records them`;
       return { enforcedBy: 'webhook', webhookReason: why };
     }
     const s = celStatus(p, this.celOpts);

@@ -78,6 +78,7 @@ export function buildReport(
       rule: r.rule,
       result: r.result,
       ...(r.message ? { message: r.message } : {}),
+      ...(r.exception ? { properties: { exception: r.exception } } : {}),
       scored: true,
       timestamp: { seconds: o.timestamp, nanos: 0 },
       resources: [o.object],
@@ -108,7 +109,7 @@ const fields = {
       fail: COUNT('failed (a Deny or Audit policy)'),
       warn: COUNT('failed a Warn-only policy'),
       error: COUNT('could not be evaluated'),
-      skip: COUNT('were not evaluated (matchConditions not met)'),
+      skip: COUNT('were not evaluated (matchConditions not met, or a PolicyException)'),
     },
   },
   results: {
@@ -122,6 +123,11 @@ const fields = {
         rule: { type: 'string', description: 'The rule of the policy.' },
         result: { type: 'string', enum: ['pass', 'fail', 'warn', 'error', 'skip'] },
         message: { type: 'string', description: 'What the rule reported (bounded).' },
+        properties: {
+          type: 'object',
+          description: 'exception: the PolicyException (namespace/name) of a skip it caused.',
+          additionalProperties: { type: 'string' },
+        },
         scored: { type: 'boolean' },
         timestamp: {
           type: 'object',

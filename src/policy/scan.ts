@@ -26,6 +26,8 @@ export interface RuleResult {
   rule: string;
   result: ResultValue;
   message: string;
+  /** `namespace/name` of the PolicyException that made it a skip. */
+  exception?: string;
 }
 
 export const kindKey = (k: Pick<ScanKind, 'group' | 'version' | 'resource'>) =>
@@ -104,6 +106,9 @@ function messageOf(d: PolicyDecision): string {
   return text.length > MAX_MESSAGE ? `${text.slice(0, MAX_MESSAGE - 1)}…` : text;
 }
 
+/** A skip's message: the exception named (its reason is on the exception, one `kubectl get` away). */
+export const exemptedBy = (exception: string) => `exempted by PolicyException ${exception}`;
+
 /** A cause from a rule that could not be evaluated (evaluate.ts internalError, out of time). */
 const isError = (d: PolicyDecision) => d.causes.some((c) => c.message.startsWith('Internal error'));
 
@@ -144,14 +149,24 @@ export function scanObject(
       continue;
     }
     const skipped = !e.matched?.includes(p.name);
+    const exempted = new Map(e.exempted?.map((x) => [x.rule, x.exception]));
     for (const rule of p.validate) {
       const d = byRule.get(rule.name);
+      const exception = exempted.get(rule.name);
       out.push(
         skipped
           ? { policy: p.name, rule: rule.name, result: 'skip', message: 'matchConditions not met' }
-          : d
-            ? { policy: p.name, rule: rule.name, result: failed(d), message: messageOf(d) }
-            : { policy: p.name, rule: rule.name, result: 'pass', message: '' },
+          : exception
+            ? {
+                policy: p.name,
+                rule: rule.name,
+                result: 'skip',
+                exception,
+                message: exemptedBy(exception),
+              }
+            : d
+              ? { policy: p.name, rule: rule.name, result: failed(d), message: messageOf(d) }
+              : { policy: p.name, rule: rule.name, result: 'pass', message: '' },
       );
     }
   }

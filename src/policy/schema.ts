@@ -257,6 +257,12 @@ export const policySpecSchema: JsonSchema = {
       'x-kubernetes-list-type': 'map',
       'x-kubernetes-list-map-keys': ['name'],
     },
+    allowExceptions: {
+      type: 'boolean',
+      description:
+        'Whether PolicyExceptions may exempt objects from its validate rules (default true).',
+      default: true,
+    },
   },
 };
 

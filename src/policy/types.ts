@@ -7,6 +7,7 @@ import type { LabelSelectorSpec, RuleWithOperations } from '../admission/webhook
 import type { Status } from '../core/status.js';
 import type { Condition } from '../core/conditions.js';
 import type { JsonSchema } from '../core/types.js';
+import type { Exemption } from './exceptions/types.js';
 
 export const POLICY_GROUP = 'policy.annex.dev';
 export const POLICY_VERSION = 'v1alpha1';
@@ -100,6 +101,8 @@ export interface AdmissionPolicySpec {
   matchConditions?: NamedCel[];
   validate?: ValidateRule[];
   mutate?: MutateRule[];
+  /** Whether PolicyExceptions may exempt objects from its validate rules; default true. */
+  allowExceptions?: boolean;
 }
 
 export interface AdmissionPolicy {
@@ -137,9 +140,14 @@ export class PolicyCompileError extends Error {
 export interface PolicyDecision {
   policy: string;
   rule: string;
-  action: PolicyAction;
+  /** Exempt: a PolicyException lifted the rule (no causes; `exception` names it). */
+  action: DecisionAction;
   causes: FieldCause[];
+  /** `namespace/name` of the PolicyException of an Exempt decision. */
+  exception?: string;
 }
+
+export type DecisionAction = PolicyAction | 'Exempt';
 
 /** Every matching policy's verdicts folded into one answer. */
 export interface Evaluation {
@@ -162,4 +170,6 @@ export interface Evaluation {
    * is allowed and nothing is recorded, as the API server does; `annex test` reports them.
    */
   ignored?: Omit<PolicyDecision, 'action'>[];
+  /** Validate rules not evaluated: a PolicyException exempted the request from them. */
+  exempted?: Exemption[];
 }

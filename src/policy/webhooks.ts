@@ -51,7 +51,7 @@ export interface PolicyWebhooks {
 
 export interface WebhookOptions {
   annexNamespace: string;
-  /** Records an authenticated review's Deny/Warn/Audit decisions (log and Events). */
+  /** Records an authenticated review's Deny/Warn/Audit/Exempt decisions (log and Events). */
   record(decisions: PolicyDecision[], req: AdmissionRequest): void;
 }
 
@@ -71,6 +71,7 @@ export function policyWebhooks(state: PolicyState, opts: WebhookOptions): Policy
       annexNamespace: opts.annexNamespace,
       deadline: review.deadline,
       pace: { slowestRuleMs: 0 },
+      exceptions: state.exceptions,
     };
     if (!req.namespace) return ctx;
     let labels = state.namespaceLabels.get(req.namespace);

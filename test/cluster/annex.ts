@@ -77,10 +77,16 @@ export async function deleteObjects(objs: any[]): Promise<void> {
   }
 }
 
-/** The repo's AdmissionPolicy CRD, applied and Established. */
+/** The repo's AdmissionPolicy and PolicyException CRDs, applied and Established. */
 export async function installPolicyCrd(): Promise<void> {
-  await applyObjects(repoManifest('manifests/crds/admissionpolicies.yaml'));
-  await waitForCondition(['crd/admissionpolicies.policy.annex.dev'], 'Established');
+  await applyObjects([
+    ...repoManifest('manifests/crds/admissionpolicies.yaml'),
+    ...repoManifest('manifests/crds/policyexceptions.yaml'),
+  ]);
+  await waitForCondition(
+    ['crd/admissionpolicies.policy.annex.dev', 'crd/policyexceptions.policy.annex.dev'],
+    'Established',
+  );
 }
 
 /** Registers the APIServices of a repo YAML file at a test annex and waits until each is Available. */

@@ -149,6 +149,45 @@ export const SCENES: Record<string, Setup> = {
         ),
     },
   },
+  // docs/policies.md's PolicyExceptions: a native policy, then an exception naming it (the
+  // policy moves to annex's webhook), an exempted create and a refused one.
+  'policy-exceptions': {
+    files: 'exceptions',
+    annex: {
+      policy: { enabled: true },
+      metrics: { enabled: false },
+      admission: { names: { enabled: false }, defaults: { enabled: false } },
+    } as ConfigOverrides,
+    before: {
+      'kubectl get admissionpolicies': (ctx) =>
+        until(
+          'kubectl get admissionpolicy require-team --no-headers',
+          (out) => /True\s+True\s+ValidatingAdmissionPolicy/.test(out),
+          ctx,
+        ),
+      // The exception's status written, the policy on the webhook, and the API server done
+      // with the VAP: probed in another namespace (the policy's VAP binds every namespace,
+      // annex's webhook this scene's only), so the probe leaves no decision behind.
+      'kubectl get polex': async (ctx) => {
+        await until(
+          "kubectl get polex legacy -o jsonpath='{.status.conditions[0].status}'; kubectl get admissionpolicy require-team --no-headers",
+          (out) => out.startsWith('True') && /True\s+True\s+webhook/.test(out),
+          ctx,
+        );
+        await until(
+          'kubectl create deployment probe -n kube-public --image=nginx:1.27 --dry-run=server',
+          (out) => out.includes('created (server dry run)'),
+          ctx,
+        );
+      },
+      'kubectl events': (ctx) =>
+        until(
+          'kubectl events --for deployment/legacy-db',
+          (out) => /PolicyExempted/.test(out),
+          ctx,
+        ),
+    },
+  },
   // AdmissionPolicies alone (no built-in webhooks), workload-names applied: the API server's
   // own wording for a native policy.
   'policies-native': {

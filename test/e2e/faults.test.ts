@@ -152,7 +152,10 @@ describeCluster('dependency faults (own control plane)', (shared) => {
       tokens[sa] = (await k(['create', 'token', sa, '-n', NS, '--duration=1h'])).trim();
     await wire.applyObjects(
       (a, i) => k(a, i),
-      wire.repoManifest('manifests/crds/admissionpolicies.yaml'),
+      [
+        ...wire.repoManifest('manifests/crds/admissionpolicies.yaml'),
+        ...wire.repoManifest('manifests/crds/policyexceptions.yaml'),
+      ],
     );
     ca = await kubeletCa();
     await addNode('node-a');

@@ -220,6 +220,70 @@ describeCluster('annex install / uninstall against the real control plane', (c) 
         20_000,
         'the Audit decision in admissionevents',
       );
+      /** app-name-label enforced by `by`, as annex observed it. */
+      const appNameLabelOn = (by: string) =>
+        eventually(
+          async () => {
+            const s = JSON.parse(
+              await kubectlOk(['get', 'admissionpolicy', 'app-name-label', '-o', 'json']),
+            ).status;
+            return (
+              s.enforcedBy === by &&
+              s.conditions.some((x: any) => x.type === 'Enforced' && x.status === 'True')
+            );
+          },
+          30_000,
+          `app-name-label enforced by ${by}`,
+        );
+      // A PolicyException, with the shipped RBAC: annex watches it and writes its status; the
+      // native policy it names moves to annex's webhook; the exempted object is let through.
+      await kubectlOk(['apply', '-f', '-'], {
+        input: JSON.stringify({
+          apiVersion: 'policy.annex.dev/v1alpha1',
+          kind: 'PolicyException',
+          metadata: { name: 'legacy', namespace: ns },
+          spec: {
+            reason: 'legacy images until the migration',
+            exceptions: [
+              { policyName: 'pinned-images', ruleNames: ['containers'] },
+              { policyName: 'app-name-label' },
+            ],
+            match: { any: [{ resources: { kinds: ['apps/Deployment'], names: ['legacy-*'] } }] },
+          },
+        }),
+      });
+      await waitForCondition([`policyexception/legacy`, '-n', ns], 'Ready', { timeoutMs: 30_000 });
+      await appNameLabelOn('webhook');
+      let exempted = { code: -1, stdout: '', stderr: '' };
+      await eventually(
+        async () => {
+          exempted = await kubectl([
+            '-n',
+            ns,
+            'create',
+            'deployment',
+            'legacy-web',
+            '--image=nginx:latest',
+            '--dry-run=server',
+          ]);
+          // The API server drops the deleted VAP (and its warning) on its own timer.
+          return exempted.code === 0 && !exempted.stderr.includes('app-name');
+        },
+        30_000,
+        'legacy-web exempted',
+      );
+      expect(exempted.stdout).toContain('created (server dry run)');
+      await eventually(
+        async () =>
+          /Exempt\s+pinned-images\s+containers\s+Deployment\s+legacy-web/.test(
+            await kubectlOk(['get', 'admissionevents', '-n', ns]),
+          ),
+        20_000,
+        'the Exempt decision in admissionevents',
+      );
+      // The exception gone, app-name-label returns to the API server.
+      await kubectlOk(['delete', 'policyexception', 'legacy', '-n', ns]);
+      await appNameLabelOn('ValidatingAdmissionPolicy');
       expect(pod.output()).not.toMatch(
         /cannot update the policy webhook rules|registration failed/,
       );

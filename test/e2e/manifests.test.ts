@@ -151,8 +151,13 @@ describeCluster('manifests/ (kustomize base)', () => {
     // can-i resolves a custom resource through discovery: the CRD must be served.
     await kubectlOk(['apply', '-f', join(dir, 'manifests', 'crds', 'admissionpolicies.yaml')]);
     await kubectlOk(['apply', '-f', join(dir, 'manifests', 'crds', 'externalmetrics.yaml')]);
+    await kubectlOk(['apply', '-f', join(dir, 'manifests', 'crds', 'policyexceptions.yaml')]);
     await waitForCondition(
-      ['crd/admissionpolicies.policy.annex.dev', 'crd/externalmetrics.metrics.annex.dev'],
+      [
+        'crd/admissionpolicies.policy.annex.dev',
+        'crd/externalmetrics.metrics.annex.dev',
+        'crd/policyexceptions.policy.annex.dev',
+      ],
       'Established',
     );
     const sa = '--as=system:serviceaccount:annex-system:annex';
@@ -174,6 +179,8 @@ describeCluster('manifests/ (kustomize base)', () => {
       ['patch', 'mutatingwebhookconfigurations.admissionregistration.k8s.io/annex-defaults'],
       ['watch', 'admissionpolicies.policy.annex.dev'],
       ['patch', 'admissionpolicies.policy.annex.dev', '--subresource=status'],
+      ['watch', 'policyexceptions.policy.annex.dev', '--all-namespaces'],
+      ['patch', 'policyexceptions.policy.annex.dev', '--subresource=status', '-n', 'default'],
       ['patch', 'validatingwebhookconfigurations.admissionregistration.k8s.io/annex-policies'],
       ['create', 'events.events.k8s.io', '-n', 'default'],
       ['list', 'endpointslices.discovery.k8s.io', '-n', 'annex-system'],
@@ -200,6 +207,9 @@ describeCluster('manifests/ (kustomize base)', () => {
       ['delete', 'nodes'],
       ['patch', 'admissionpolicies.policy.annex.dev'],
       ['patch', 'externalmetrics.metrics.annex.dev', '-n', 'default'],
+      // annex reads exceptions; it never writes one (nor exempts anything on its own).
+      ['create', 'policyexceptions.policy.annex.dev', '-n', 'default'],
+      ['patch', 'policyexceptions.policy.annex.dev', '-n', 'default'],
     ];
     for (const a of yes) expect([a.join(' '), await can(...a)]).toEqual([a.join(' '), 'yes']);
     for (const a of no) expect([a.join(' '), await can(...a)]).toEqual([a.join(' '), 'no']);
@@ -244,6 +254,29 @@ describeCluster('manifests/ (kustomize base)', () => {
     } finally {
       await kubectlOk(['delete', 'clusterrolebinding', 'test:annex-scraper']);
     }
+    // Exceptions are written by whom an admin binds the editor role to, in that namespace only.
+    const canAlice = async (...a: string[]) =>
+      (await kubectl(['auth', 'can-i', ...a, '--as=alice'])).stdout.trim();
+    const polex = 'policyexceptions.policy.annex.dev';
+    expect(await canAlice('create', polex, '-n', 'default')).toBe('no');
+    await kubectlOk([
+      'create',
+      'rolebinding',
+      'test:exceptions',
+      '-n',
+      'default',
+      '--clusterrole=annex:policyexceptions-editor',
+      '--user=alice',
+    ]);
+    try {
+      expect(await canAlice('create', polex, '-n', 'default')).toBe('yes');
+      expect(await canAlice('create', polex, '-n', 'annex-system')).toBe('no');
+      expect(await canAlice('patch', `${polex}`, '--subresource=status', '-n', 'default')).toBe(
+        'no',
+      );
+    } finally {
+      await kubectlOk(['delete', 'rolebinding', 'test:exceptions', '-n', 'default']);
+    }
   });
 
   it('is accepted whole by the real API server (server-side dry run)', async () => {
@@ -279,7 +312,8 @@ describeCluster('manifests/ (kustomize base)', () => {
       // The shared metric groups are opt-in (scaling.registerMetricsApis): the base leaves
       // KEDA's and prometheus-adapter's APIServices alone.
       expect(lines.filter((l) => /\.metrics\.k8s\.io /.test(l))).toEqual([]);
-      expect(lines).toHaveLength(37);
+      // 37, and the PolicyException CRD with its editor and reader ClusterRoles.
+      expect(lines).toHaveLength(40);
     } finally {
       await ensureAnnexService();
     }

@@ -101,7 +101,11 @@ describeCluster('no Secret value in any log', (c: ClusterInfo) => {
     }
     ns = await createNamespace('leak');
     await kubectlOk(['apply', '-f', join(repo, 'manifests/crds/admissionpolicies.yaml')]);
-    await waitForCondition(['crd/admissionpolicies.policy.annex.dev'], 'Established');
+    await kubectlOk(['apply', '-f', join(repo, 'manifests/crds/policyexceptions.yaml')]);
+    await waitForCondition(
+      ['crd/admissionpolicies.policy.annex.dev', 'crd/policyexceptions.policy.annex.dev'],
+      'Established',
+    );
     annex = await startTestAnnex(
       {
         metrics: { enabled: false },

@@ -140,6 +140,48 @@ describeCluster('PolicyReports from background scans, live', (c: ClusterInfo) =>
     expect((await kubectl(['get', 'crd', 'policyreports.wgpolicyk8s.io'])).code).not.toBe(0);
   });
 
+  it('a PolicyException turns the exempted result to skip, naming it; a scan records no Event', async () => {
+    const exception = {
+      apiVersion: 'policy.annex.dev/v1alpha1',
+      kind: 'PolicyException',
+      metadata: { name: 'legacy-web', namespace: ns },
+      spec: {
+        reason: 'web moves to a pinned image next sprint',
+        exceptions: [{ policyName: `pinned-images-${ns}`, ruleNames: ['containers'] }],
+        match: { any: [{ resources: { kinds: ['apps/Deployment'], names: ['web'] } }] },
+      },
+    };
+    await applyObjects([exception]);
+    const r = await eventually(async () => {
+      const now = await report();
+      return resultOf(now, 'web')?.result === 'skip' ? now : undefined;
+    }, 30_000);
+    expect(resultOf(r, 'web')).toMatchObject({
+      message: `exempted by PolicyException ${ns}/legacy-web`,
+      properties: { exception: `${ns}/legacy-web` },
+    });
+    expect(r.summary).toEqual({ pass: 3, fail: 0, warn: 0, error: 0, skip: 1 });
+    const events = JSON.parse(
+      await kubectlOk([
+        'get',
+        'events.events.k8s.io',
+        '-n',
+        ns,
+        '--field-selector',
+        'reason=PolicyExempted',
+        '-o',
+        'json',
+      ]),
+    );
+    expect(events.items).toEqual([]);
+    // Gone: the failure is back, for the test below to fix.
+    await kubectlOk(['delete', 'policyexception', 'legacy-web', '-n', ns]);
+    await eventually(async () => {
+      const now = await report();
+      return resultOf(now, 'web')?.result === 'fail' ? true : undefined;
+    }, 30_000);
+  });
+
   it('an object changed to comply: its result becomes pass, and a watcher sees it', async () => {
     const watch = spawn(
       c.kubectl,

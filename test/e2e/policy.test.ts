@@ -288,9 +288,10 @@ describeCluster('AdmissionPolicies, live', (c: ClusterInfo) => {
       return t.includes('net-dry') ? t : undefined;
     }, 10_000);
     const [wideHead, ...wideRows] = wide.trim().split('\n');
-    expect(wideHead).toMatch(/\sUSER\s+DRY RUN$/);
-    expect(wideRows.find((r) => /\snet\s/.test(r))).toMatch(/\sfalse$/);
-    expect(wideRows.find((r) => /\snet-dry\s/.test(r))).toMatch(/\strue$/);
+    // EXCEPTION, last, is empty but for Exempt decisions (policy-exceptions.test.ts).
+    expect(wideHead).toMatch(/\sUSER\s+DRY RUN\s+EXCEPTION$/);
+    expect(wideRows.find((r) => /\snet\s/.test(r))).toMatch(/\sfalse\s*$/);
+    expect(wideRows.find((r) => /\snet-dry\s/.test(r))).toMatch(/\strue\s*$/);
     const events = await eventually(async () => {
       const t = await kubectlOk(['events', '-n', ns, '--for', 'deployment/net']);
       return t.includes('host-network') ? t : undefined;

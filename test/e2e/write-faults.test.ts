@@ -283,7 +283,10 @@ describeCluster('write faults (own control plane)', (shared) => {
     await k(['create', 'namespace', NS]);
     await k(['create', 'namespace', EVENTS_NS]);
     await wire.applyObjects(run, rbac);
-    await wire.applyObjects(run, wire.repoManifest('manifests/crds/admissionpolicies.yaml'));
+    await wire.applyObjects(run, [
+      ...wire.repoManifest('manifests/crds/admissionpolicies.yaml'),
+      ...wire.repoManifest('manifests/crds/policyexceptions.yaml'),
+    ]);
     await wire.ensureAnnexService(run);
     annex = await startAnnex(false);
     await poll('annex-policies registered', async () => {
