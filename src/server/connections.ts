@@ -78,14 +78,15 @@ export class ConnectionTracker {
     return { open: this.conns.size, idle: this.idle.size };
   }
 
-  attach(server: http2.Http2SecureServer): void {
+  /** The TLS listener's connections, and the two servers it hands them to (listen.ts). */
+  attach(server: tls.Server, h1: http.Server, h2: http2.Http2Server): void {
     // server.close() would also close node:http's idle HTTP/1.1 sockets at once, and to
     // node:http a socket whose next request is still on the wire is idle: that request
     // would be reset. drain() closes them instead, after DRAIN_IDLE_MS of quiet.
-    (server as unknown as { closeIdleConnections: () => void }).closeIdleConnections = () => {};
+    h1.closeIdleConnections = () => {};
     server.on('connection', (raw: net.Socket) => this.accept(raw));
-    // Before http2's own listener, which creates the session (or hands the socket to
-    // node:http) synchronously.
+    // Before listen.ts's own listener, which hands the socket to node:http or creates
+    // the HTTP/2 session synchronously.
     server.prependListener('secureConnection', (t: tls.TLSSocket) => {
       const c = this.ofTls(t);
       if (!c) return;
@@ -94,7 +95,7 @@ export class ConnectionTracker {
       // also has node:http's headersTimeout, which is the same bound.)
       this.arm(c, this.o.requestTimeoutMs);
     });
-    server.on('session', (s) => {
+    h2.on('session', (s) => {
       const c = this.ofTls(s.socket as tls.TLSSocket);
       if (!c) return;
       c.session = s;
