@@ -78,15 +78,14 @@ export class ConnectionTracker {
     return { open: this.conns.size, idle: this.idle.size };
   }
 
-  /** The TLS listener's connections, and the two servers it hands them to (listen.ts). */
-  attach(server: tls.Server, h1: http.Server, h2: http2.Http2Server): void {
+  attach(server: http2.Http2SecureServer): void {
     // server.close() would also close node:http's idle HTTP/1.1 sockets at once, and to
     // node:http a socket whose next request is still on the wire is idle: that request
     // would be reset. drain() closes them instead, after DRAIN_IDLE_MS of quiet.
-    h1.closeIdleConnections = () => {};
+    (server as unknown as { closeIdleConnections: () => void }).closeIdleConnections = () => {};
     server.on('connection', (raw: net.Socket) => this.accept(raw));
-    // Before listen.ts's own listener, which hands the socket to node:http or creates
-    // the HTTP/2 session synchronously.
+    // Before http2's own listener, which creates the session (or hands the socket to
+    // node:http) synchronously.
     server.prependListener('secureConnection', (t: tls.TLSSocket) => {
       const c = this.ofTls(t);
       if (!c) return;
@@ -95,7 +94,7 @@ export class ConnectionTracker {
       // also has node:http's headersTimeout, which is the same bound.)
       this.arm(c, this.o.requestTimeoutMs);
     });
-    h2.on('session', (s) => {
+    server.on('session', (s) => {
       const c = this.ofTls(s.socket as tls.TLSSocket);
       if (!c) return;
       c.session = s;

@@ -1,25 +1,14 @@
-// One TLS port for everything, HTTP/2 and HTTP/1.1, each served by the stack built for
-// it: the API server calls webhooks (admission, conversion) over HTTP/1.1 and the
-// aggregator proxies over h2 (test/e2e/protocols.test.ts pins both). A plain tls.Server
-// accepts and negotiates ALPN; the TLS socket then goes to a node:http server if the
-// client chose `http/1.1` (or offered no ALPN) and to a node:http2 server if it chose
-// `h2`. (http2's own `allowHTTP1` also ends in node:http, but every HTTP/1.1 socket
-// passes through the http2 server's connection handling first; see
-// docs/architecture.md for the measured difference.) Neither inner server listens:
-// they only ever see sockets handed to them here.
-//
-// Client certificates are requested but not required: the aggregator presents its
-// front-proxy certificate, webhook calls bring none, and authentication decides what a
-// certificate is worth.
+// One TLS port for everything, HTTP/2 and HTTP/1.1 (the aggregator proxies over h2;
+// webhook calls arrive over HTTP/1.1). Client certificates are requested but not
+// required: the aggregator presents its front-proxy certificate, webhook calls bring
+// none, and authentication decides what a certificate is worth.
 //
 // Every connection state has a bound, so hostile or broken clients cannot hold file
 // descriptors forever (see ./connections.ts): the TLS handshake, the first request on
 // a new connection, request headers and body, and idleness between requests. A long
 // response (a watch) is never cut: only its own timeout ends it.
-import http from 'node:http';
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import tls from 'node:tls';
 import type Koa from 'koa';
 import { ConnectionTracker } from './connections.js';
 
@@ -47,12 +36,7 @@ export interface ListenOptions {
 }
 
 export interface Listening {
-  /** The TLS listener (accepts, negotiates; its sockets go to the two servers below). */
-  server: tls.Server;
-  /** Serves the connections that negotiated `http/1.1` or no ALPN. */
-  h1: http.Server;
-  /** Serves the connections that negotiated `h2`. */
-  h2: http2.Http2Server;
+  server: http2.Http2SecureServer;
   port: number;
   url: string;
   /** Swap certificate or client CAs without dropping a connection. */
@@ -106,38 +90,33 @@ export async function listen(app: Koa, opts: ListenOptions): Promise<Listening> 
     requestTimeoutMs: requestMs,
     keepAliveTimeoutMs: keepAliveMs,
   });
-  const handler = tracker.handler(app.callback());
-  const server = tls.createServer({
-    ...secureOptions(opts.tls),
-    ALPNProtocols: ['h2', 'http/1.1'],
-    handshakeTimeout: (opts.handshakeTimeoutSeconds ?? 10) * 1000,
-  });
-  const h2 = http2.createServer({ settings: { maxConcurrentStreams: 250 } }, handler);
-  // keepAliveTimeout: idle sockets live longer than the API server's 90 s pool. Headers
-  // and body (and the first request of a fresh connection) get requestTimeout, checked
-  // every second rather than every 30 (node:http starts that check on 'listening').
-  const h1 = http.createServer(
+  const server = http2.createSecureServer(
     {
-      keepAliveTimeout: keepAliveMs,
-      requestTimeout: requestMs,
-      headersTimeout: requestMs,
-      connectionsCheckingInterval: Math.min(1000, requestMs),
+      ...secureOptions(opts.tls),
+      allowHTTP1: true,
+      settings: { maxConcurrentStreams: 250 },
+      handshakeTimeout: (opts.handshakeTimeoutSeconds ?? 10) * 1000,
     },
-    handler,
+    tracker.handler(app.callback()),
   );
+  // HTTP/1.1 connections go through node:http's connection handling, which reads these
+  // from the server object: idle sockets live longer than the API server's 90 s pool;
+  // headers and body (and the first request of a fresh connection) get requestTimeout,
+  // checked every second rather than every 30.
+  const h1 = server as unknown as {
+    keepAliveTimeout: number;
+    headersTimeout: number;
+    requestTimeout: number;
+    connectionsCheckingInterval: number;
+  };
+  h1.keepAliveTimeout = keepAliveMs;
+  h1.requestTimeout = requestMs;
+  h1.headersTimeout = requestMs;
+  h1.connectionsCheckingInterval = Math.min(1000, requestMs);
   // No socket inactivity timeout: idleness is judged per request/stream by the tracker,
   // so an open watch is never "idle".
-  h2.setTimeout(0);
-  h1.setTimeout(0);
-  server.on('secureConnection', (socket: tls.TLSSocket) => {
-    if (socket.alpnProtocol === 'h2') h2.emit('connection', socket);
-    else h1.emit('connection', socket);
-  });
-  // A handshake that failed or timed out: close the socket, as http2's secure server
-  // does (node:tls leaves that to a 'tlsClientError' listener once there is one).
-  server.on('tlsClientError', (_e, socket) => socket.destroy());
-  server.once('listening', () => h1.emit('listening'));
-  tracker.attach(server, h1, h2);
+  server.setTimeout(0);
+  tracker.attach(server);
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -151,8 +130,6 @@ export async function listen(app: Koa, opts: ListenOptions): Promise<Listening> 
   let closing: Promise<void> | undefined;
   return {
     server,
-    h1,
-    h2,
     port,
     url: `https://${host}:${port}`,
     updateTls: (m) => server.setSecureContext(secureOptions(m)),
@@ -160,8 +137,6 @@ export async function listen(app: Koa, opts: ListenOptions): Promise<Listening> 
     close: () =>
       (closing ??= new Promise<void>((resolve) => {
         server.close(() => resolve());
-        // Stops node:http's request-timeout check; h1 never listened, so its error is moot.
-        h1.close(() => {});
         tracker.drain((opts.shutdownTimeoutSeconds ?? 30) * 1000);
       })),
   };
