@@ -1,10 +1,11 @@
 // Which protocol the real kube-apiserver speaks to annex, read from annex's own debug
 // access log (its `proto` field is the request's HTTP version): admission webhook and
-// CRD conversion calls arrive over HTTP/1.1 (the API server's webhook client pins
-// `http/1.1` in ALPN), aggregated API requests over HTTP/2 (the aggregator's proxy
-// negotiates h2). annex's listener and its benchmarks are built around that split
-// (docs/architecture.md, "One port, two protocols"): if a kube-apiserver release changes
-// either, this file fails and says which.
+// CRD conversion calls arrive over HTTP/1.1 (the API server's webhook client does not
+// offer h2: annex offers h2 first, and these connections still negotiate http/1.1),
+// aggregated API requests over HTTP/2 (the aggregator's proxy negotiates h2). annex's
+// benchmarks measure each path over the protocol it gets here, and its one listener is
+// judged by that split (docs/architecture.md, "One port, two protocols"): if a
+// kube-apiserver release changes either, this file fails and says which.
 import { PassThrough } from 'node:stream';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import crontab from '../../examples/crontab/feature.js';
