@@ -1,8 +1,10 @@
 // Aggregated GETs over HTTP/2 straight to the server, as the aggregator sends them (it
 // proxies over h2; test/e2e/protocols.test.ts pins that): server CPU per request for a
-// get of one NodeMetrics and a list, annex (`annex serve`, standalone, default config)
-// beside a bare node:http2 server (h2-bare.mjs) answering the very objects annex answered,
-// and, with BENCH_BEFORE=<built checkout>, that tree's annex in the same rounds.
+// get of one PodMetrics, a namespace's list (10) and the whole list (1,000), annex
+// (`annex serve`, standalone, the metrics group over synthetic scrapes: h2-feature.mjs)
+// beside a bare node:http2 server (h2-bare.mjs) writing the objects annex answered,
+// each encoded once; and, with BENCH_BEFORE=<built checkout>, that tree's annex in the
+// same rounds.
 // Each server its own process pinned to core 0, the client (this process) on core 1;
 // servers rotated per round; one h2 session per server, 16 streams in flight, closed loop.
 // No control plane: the scenario `aggregated` measures the path through kube-apiserver.
@@ -19,6 +21,8 @@ import { makeCerts } from '../webhook/certs.mjs';
 import { cpuMs, h2session, median, send } from './client.mjs';
 
 const here = import.meta.dirname;
+const root = join(here, '../..');
+const PODS = 1000;
 const GROUP = 'aggregated-h2';
 const IN_FLIGHT = 16;
 const API = '/apis/metrics.annex.dev/v1beta1';
@@ -64,26 +68,32 @@ export async function run(ctx) {
       writeFileSync(
         config,
         `server: { host: 127.0.0.1, port: ${port}, shutdownDelaySeconds: 0 }\n` +
-          `tls: { dir: ${JSON.stringify(certs.dir)}, generate: false }\n`,
+          `tls: { dir: ${JSON.stringify(certs.dir)}, generate: false }\n` +
+          // The built-in metrics feature off: h2-feature.mjs serves its group.
+          'metrics: { enabled: false }\n',
       );
-      return [join(tree, 'dist/cli/main.js'), 'serve', '--config', config];
+      const load = join(here, 'h2-feature.mjs');
+      return [join(tree, 'dist/cli/main.js'), 'serve', '--config', config, '--load', load];
     };
+    const dist = (tree) => ({ BENCH_ANNEX_DIST: join(tree, 'dist'), BENCH_PODS: String(PODS) });
 
-    const first = await start('annex', annex(join(here, '../..')));
-    if (process.env.BENCH_BEFORE) await start('annex@before', annex(process.env.BENCH_BEFORE));
-    // The objects annex answers, for the bare server to answer in turn (once annex's first
-    // scrape has filled the list).
-    let list;
-    for (let i = 0; i < 100 && !list?.items.length; i++, await sleep(100))
-      list = JSON.parse((await send(first.target, { path: `${API}/nodes` })).body);
-    if (!list?.items.length) throw new Error('annex served no NodeMetrics within 10 s');
+    const first = await start('annex', annex(root), dist(root));
+    if (process.env.BENCH_BEFORE)
+      await start('annex@before', annex(process.env.BENCH_BEFORE), dist(process.env.BENCH_BEFORE));
     const scenarios = {
-      [`get one NodeMetrics, HTTP/2 direct`]: `${API}/nodes/${list.items[0].metadata.name}`,
-      [`list ${list.items.length} NodeMetrics, HTTP/2 direct`]: `${API}/nodes`,
+      'get one PodMetrics, HTTP/2 direct': `${API}/namespaces/ns-0/pods/pod-00000`,
+      [`list ${PODS / 100} PodMetrics (a namespace), HTTP/2 direct`]: `${API}/namespaces/ns-0/pods`,
+      [`list ${PODS} PodMetrics, HTTP/2 direct`]: `${API}/pods`,
     };
+    // The objects annex answers, for the bare server to answer in turn.
     const objects = {};
-    for (const path of Object.values(scenarios))
-      objects[path] = JSON.parse((await send(first.target, { path })).body);
+    for (const path of Object.values(scenarios)) {
+      const r = await send(first.target, { path });
+      if (r.status !== 200)
+        throw new Error(`annex ${path}: ${r.status} ${r.body.toString().slice(0, 200)}`);
+      objects[path] = JSON.parse(r.body);
+    }
+    const sizes = Object.values(objects).map((o) => JSON.stringify(o).length);
     writeFileSync(join(work, 'objects.json'), JSON.stringify(objects));
     await start(BARE, () => [join(here, 'h2-bare.mjs')], {
       BENCH_OBJECTS: join(work, 'objects.json'),
@@ -135,7 +145,7 @@ export async function run(ctx) {
     const notes = [
       `${IN_FLIGHT} streams in flight on one session per server, ${measureMs} ms per window; ` +
         `servers ${pinned ? 'on core 0, client on core 1' : 'unpinned (one core)'}; ` +
-        `the list is ${JSON.stringify(list).length} B`,
+        `answers of ${sizes.map((b) => `${(b / 1024).toFixed(1)} KiB`).join(', ')}`,
     ];
     return { rows, ratios, notes };
   } finally {
