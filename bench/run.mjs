@@ -2,7 +2,7 @@
 // rows and ratios), then the results JSON and the report (docs/bench/README.md + SVGs).
 //   BENCH_QUICK=1      a short smoke run (1 round, short windows; report under bench/results/quick/)
 //   BENCH_ROUNDS=N     rounds (default 3)
-//   BENCH_ONLY=a,b     only these scenarios (webhook, startup, aggregated)
+//   BENCH_ONLY=a,b     only these scenarios (webhook, startup, aggregated, aggregated-h2)
 //   BENCH_SERVERS=a,b  only these webhook servers (bench/webhook/servers/index.mjs)
 //   BENCH_BEFORE=DIR   also the annex servers of another built checkout, "<name>@before"
 //   BENCH_OUT=DIR      where the report goes (default docs/bench, or bench/results/quick)
@@ -21,6 +21,8 @@ export const SCENARIOS = [
   { name: 'startup', module: 'startup/run.mjs' },
   // Written by the aggregated-API helper; skipped with a note where it is absent.
   { name: 'aggregated', module: 'aggregated/run.mjs' },
+  // Aggregated gets and lists over HTTP/2 straight to annex, beside bare node:http2.
+  { name: 'aggregated-h2', module: 'aggregated/h2-direct.mjs' },
 ];
 
 const git = (...args) => {

@@ -6,7 +6,7 @@
 //   prepare   optional async (ctx) => { command, args, env? } | { skip: why } — builds it
 //   command, args, env   how to run it (when no prepare); env adds to BENCH_PORT,
 //             BENCH_CERT, BENCH_KEY, BENCH_CA, BENCH_WORK (a scratch folder)
-import { cpSync, existsSync, mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -116,23 +116,30 @@ export const servers = {
 function before(tree) {
   if (!tree) return {};
   const at = `(before: ${tree})`;
-  // Paths as annex served them before they were whole webhook names (/validate/names).
+  // Paths as that tree serves them: its whole webhook names since 1b0480a, their first
+  // label before (/validate/names).
+  const feature = join(tree, 'bench/webhook/servers/annex/feature.mjs');
+  const whole = readFileSync(feature, 'utf8').includes("'bench-names.bench.annex.dev'");
+  const p = (first, rest) => (whole ? `${first}${rest}` : first);
   return {
     'annex@before': annex(
       `annex (feature, public API) ${at}`,
-      both('/validate/bench-names', '/mutate/bench-defaults'),
-      () => ['--load', join(tree, 'bench/webhook/servers/annex/feature.mjs')],
+      both(
+        p('/validate/bench-names', '.bench.annex.dev'),
+        p('/mutate/bench-defaults', '.bench.annex.dev'),
+      ),
+      () => ['--load', feature],
       tree,
     ),
     'annex-builtins@before': annex(
       `annex built-ins (names, defaults) ${at}`,
-      both('/validate/names', '/mutate/defaults'),
+      both(p('/validate/names', '.annex.dev'), p('/mutate/defaults', '.annex.dev')),
       () => [],
       tree,
     ),
     'annex-policies@before': annex(
       `annex, 10 AdmissionPolicies ${at}`,
-      both('/validate/policies', '/mutate/policies'),
+      both(p('/validate/policies', '.annex.dev'), p('/mutate/policies', '.annex.dev')),
       (env) => ['--policies', policyDir(env, tree)],
       tree,
     ),
