@@ -69,6 +69,37 @@ describe('wildcard and parseKind', () => {
     expect(wildcard('web-*').test('api-1')).toBe(false);
     expect(wildcard('a?c').test('abc')).toBe(true);
     expect(wildcard('a.c').test('abc')).toBe(false);
+    expect(wildcard('*').test('')).toBe(true);
+    expect(wildcard('a*').test('')).toBe(false);
+    expect(wildcard('*b*').test('abc')).toBe(true);
+  });
+
+  it('agrees with the anchored regular expression on generated patterns and names', () => {
+    // A seeded generator: the same 20,000 pairs every run, over a small alphabet so that
+    // matches are common.
+    let seed = 7;
+    const next = (n: number) => (seed = (seed * 1103515245 + 12345) % 2 ** 31) % n;
+    const pick = (alphabet: string, max: number) =>
+      Array.from({ length: next(max + 1) }, () => alphabet[next(alphabet.length)]).join('');
+    let matched = 0;
+    for (let n = 0; n < 20_000; n++) {
+      const pattern = pick('ab*?', 6);
+      const name = pick('ab', 8);
+      const body = pattern.replace(/\*/g, '.*').replace(/\?/g, '.');
+      const expected = new RegExp(`^${body}$`, 's').test(name);
+      if (expected) matched++;
+      expect(wildcard(pattern).test(name), `${pattern} ~ ${name}`).toBe(expected);
+    }
+    expect(matched).toBeGreaterThan(1000);
+  });
+
+  it("stays linear where a backtracking expression would not end (an author's pattern runs on every review)", () => {
+    // As ^.*a.*a…b$, this pattern runs for minutes on 253 a's; the matcher answers at once.
+    const pattern = '*a'.repeat(40) + 'b';
+    const started = performance.now();
+    expect(wildcard(pattern).test('a'.repeat(253))).toBe(false);
+    // Generous for a loaded machine: the quadratic bound is ~20,000 steps.
+    expect(performance.now() - started).toBeLessThan(1000);
   });
 
   it('reads kinds as Kind, group/Kind, version/Kind or group/version/Kind', () => {

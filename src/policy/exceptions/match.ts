@@ -12,13 +12,41 @@ import { EXCEPTION_KIND } from './types.js';
 
 export class ExceptionError extends Error {}
 
-/** `*` any run, `?` one character; anchored, everything else literal. */
-export function wildcard(pattern: string): RegExp {
-  const body = pattern
-    .split('')
-    .map((c) => (c === '*' ? '.*' : c === '?' ? '.' : c.replace(/[.+^${}()|[\]\\/-]/g, '\\$&')))
-    .join('');
-  return new RegExp(`^${body}$`, 's');
+/** A name pattern's test: `*` any run, `?` one character, everything else literal. */
+export interface Wildcard {
+  test(s: string): boolean;
+}
+
+/**
+ * Compiles a name pattern. Not a RegExp: exception authors write these patterns and annex
+ * runs them on every review, and a backtracking `^.*a.*a…b$` can block the event loop for
+ * minutes on a 253-character name. The greedy matcher below backs up only to the last
+ * `*`, so a test costs at most pattern × name steps.
+ */
+export function wildcard(pattern: string): Wildcard {
+  return { test: (s) => globMatch(pattern, s) };
+}
+
+function globMatch(p: string, s: string): boolean {
+  let i = 0; // in s
+  let j = 0; // in p
+  let star = -1; // p index after the last `*`
+  let from = 0; // s index that `*` was last tried at
+  while (i < s.length) {
+    if (j < p.length && (p[j] === '?' || (p[j] !== '*' && p[j] === s[i]))) {
+      i++;
+      j++;
+    } else if (j < p.length && p[j] === '*') {
+      star = ++j;
+      from = i;
+    } else if (star >= 0) {
+      // The last `*` takes one more character; retry the rest of the pattern after it.
+      j = star;
+      i = ++from;
+    } else return false;
+  }
+  while (j < p.length && p[j] === '*') j++;
+  return j === p.length;
 }
 
 const VERSION = /^v\d+((alpha|beta)\d+)?$/;
@@ -37,8 +65,8 @@ export function parseKind(s: string): { group?: string; version?: string; kind: 
 
 interface CompiledFilter {
   kinds?: ReturnType<typeof parseKind>[];
-  names?: RegExp[];
-  namespaces?: RegExp[];
+  names?: Wildcard[];
+  namespaces?: Wildcard[];
   selector?: ResourceFilter['resources']['selector'];
 }
 
