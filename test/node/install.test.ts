@@ -4,29 +4,17 @@
 // applies the kustomize base with nothing changed but the image. From there everything is
 // real: the Deployment and ReplicaSet controllers, kube-scheduler, the kubelet with the
 // Pods' ServiceAccount tokens and their probes, kube-proxy for the Service the API server
-// calls (APIServices, webhooks). Opt-in: `npm run test:node`.
-import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_NAME, nodeUnavailable, startNode, type Node } from '../cluster/node.js';
+// calls (APIServices, webhooks). Part of `npm test` (the `node` project); alone:
+// `npm run test:node`. The image archive comes from ./global-setup.ts.
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { NODE_NAME, startNode, type Node } from '../cluster/node.js';
+import { kube } from './kube.js';
 
-const ROOT = join(import.meta.dirname, '..', '..');
 const NS = 'annex-system'; // as shipped
 /** The tag scripts/image.sh gives the image (and the archive keeps). */
 const IMAGE = 'localhost/annex:test';
 
-function imageUnavailable(): string | undefined {
-  for (const t of ['podman', 'mmdebstrap'])
-    if (spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0)
-      return `needs ${t} to build the image (scripts/image.sh)`;
-  return undefined;
-}
-
-const why = nodeUnavailable() ?? imageUnavailable();
-const required = process.env.ANNEX_REQUIRE_NODE === '1';
-if (why && required) throw new Error(`ANNEX_REQUIRE_NODE=1 but annex cannot run here: ${why}`);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const why = inject('nodeSkipReason');
 
 (why ? describe.skip : describe)(
   `annex's image as the shipped Deployment on a real node${why ? ` (skipped: ${why})` : ''}`,
@@ -34,65 +22,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     let node: Node;
     const times: Record<string, number> = {};
     const log = (l: string) => console.error(`install: ${l}`);
-    const kubectl = (args: string[]) =>
-      spawnSync(node.cluster.kubectl, ['--kubeconfig', node.cluster.adminKubeconfig, ...args], {
-        encoding: 'utf8',
-        timeout: 120_000,
-      });
-    const ok = (args: string[]) => {
-      const r = kubectl(args);
-      if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-      return r.stdout;
-    };
-    const json = (args: string[]) => JSON.parse(ok([...args, '-o', 'json']));
-    const annex = (args: string[]) =>
-      spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), ...args], {
-        encoding: 'utf8',
-        timeout: 300_000,
-        env: { ...process.env, KUBECONFIG: '' },
-      });
-    async function eventually(what: string, ms: number, check: () => boolean): Promise<void> {
-      const end = Date.now() + ms;
-      while (Date.now() < end) {
-        if (check()) return;
-        await sleep(1000);
-      }
-      throw new Error(`timed out after ${ms / 1000}s waiting for ${what}`);
-    }
+    const { kubectl, ok, json, annex, eventually } = kube(() => node);
     /** Every object of every listable kind labelled as annex's, as kind/name lines. */
     const annexLabelled = () => {
       const kinds = ok(['api-resources', '--verbs=list', '-o', 'name']).trim().split('\n');
       const r = kubectl(['get', kinds.join(','), '-A', '-l', 'app.kubernetes.io/name=annex']);
       return r.stdout.trim().split('\n').filter(Boolean);
     };
-    const timed = <T>(phase: string, f: () => T): T => {
-      const t0 = Date.now();
-      const r = f();
-      times[phase] = (Date.now() - t0) / 1000;
-      log(`${phase}: ${times[phase]}s`);
-      return r;
-    };
-
     beforeAll(async () => {
-      // The image's inputs are the built tree (npm pack of dist/, the lockfile, the Dockerfile).
-      timed('npm run build', () => {
-        const b = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, encoding: 'utf8' });
-        if (b.status !== 0) throw new Error(`npm run build: ${b.stdout}${b.stderr}`);
-      });
-      const archive = timed('image (scripts/image.sh --archive --no-checks)', () => {
-        const r = spawnSync(
-          'bash',
-          [join(ROOT, 'scripts', 'image.sh'), '--archive', '--no-checks'],
-          {
-            cwd: ROOT,
-            encoding: 'utf8',
-          },
-        );
-        if (r.status !== 0) throw new Error(`scripts/image.sh: ${r.stdout}${r.stderr}`);
-        const lines = r.stdout.trim().split('\n');
-        log(lines.join(' | '));
-        return lines.pop()!;
-      });
+      const archive = inject('nodeImage');
       expect(archive).toMatch(/\.tar$/);
       const t0 = Date.now();
       node = await startNode((l) => console.error(`node: ${l}`), { images: [archive] });
