@@ -1,6 +1,6 @@
 // kubectl, the built annex CLI and a polling wait, pointed at one node's control plane: what
 // the files of test/node/ share (each starts its own node).
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import type { Node } from '../cluster/node.js';
 
@@ -18,8 +18,21 @@ export function kube(node: () => Node) {
     if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
     return r.stdout;
   };
+  /** kubectl without blocking the event loop: for the long ones while a load generator
+   * in this process must keep its rate (spawnSync would stop its timers). */
+  const kubectlAsync = (args: string[], timeout = 120_000) =>
+    new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+      const c = node().cluster;
+      const child = spawn(c.kubectl, ['--kubeconfig', c.adminKubeconfig, ...args], { timeout });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d) => (stdout += d));
+      child.stderr.on('data', (d) => (stderr += d));
+      child.on('close', (status) => resolve({ status, stdout, stderr }));
+    });
   return {
     kubectl,
+    kubectlAsync,
     ok,
     json: (args: string[]) => JSON.parse(ok([...args, '-o', 'json'])),
     /** The built CLI (dist/), as a user runs it; never a developer's $KUBECONFIG. */
@@ -30,10 +43,14 @@ export function kube(node: () => Node) {
         env: { ...process.env, KUBECONFIG: '' },
       }),
     /** Polls `check` every second until it holds; fails naming `what` after `ms`. */
-    async eventually(what: string, ms: number, check: () => boolean): Promise<void> {
+    async eventually(
+      what: string,
+      ms: number,
+      check: () => boolean | Promise<boolean>,
+    ): Promise<void> {
       const end = Date.now() + ms;
       while (Date.now() < end) {
-        if (check()) return;
+        if (await check()) return;
         await sleep(1000);
       }
       throw new Error(`timed out after ${ms / 1000}s waiting for ${what}`);
