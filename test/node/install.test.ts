@@ -6,13 +6,13 @@
 // Pods' ServiceAccount tokens and their probes, kube-proxy for the Service the API server
 // calls (APIServices, webhooks). Part of `npm test` (the `node` project); alone:
 // `npm run test:node`. The image archive comes from ./global-setup.ts.
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { NODE_NAME, startNode, type Node } from '../cluster/node.js';
-import { kube } from './kube.js';
+import { IMAGE, kube } from './kube.js';
 
+const ROOT = join(import.meta.dirname, '..', '..');
 const NS = 'annex-system'; // as shipped
-/** The tag scripts/image.sh gives the image (and the archive keeps). */
-const IMAGE = 'localhost/annex:test';
 
 const why = inject('nodeSkipReason');
 
@@ -22,7 +22,7 @@ const why = inject('nodeSkipReason');
     let node: Node;
     const times: Record<string, number> = {};
     const log = (l: string) => console.error(`install: ${l}`);
-    const { kubectl, ok, json, annex, eventually } = kube(() => node);
+    const { kubectl, ok, json, annex, install, eventually } = kube(() => node);
     /** Every object of every listable kind labelled as annex's, as kind/name lines. */
     const annexLabelled = () => {
       const kinds = ok(['api-resources', '--verbs=list', '-o', 'name']).trim().split('\n');
@@ -52,18 +52,12 @@ const why = inject('nodeSkipReason');
 
     it('`annex install --image` runs the shipped Deployment: 2 Pods Ready by their probes, APIServices Available, the names webhook refuses', async () => {
       const t0 = Date.now();
-      const install = annex([
-        'install',
-        '--kubeconfig',
-        node.cluster.adminKubeconfig,
-        '--image',
-        IMAGE,
-        '--wait',
-        '120',
-      ]);
+      const installed = install();
       times['annex install (until registered)'] = (Date.now() - t0) / 1000;
-      log(`annex install: exit ${install.status} in ${times['annex install (until registered)']}s`);
-      if (install.status !== 0) {
+      log(
+        `annex install: exit ${installed.status} in ${times['annex install (until registered)']}s`,
+      );
+      if (installed.status !== 0) {
         for (const p of json(['-n', NS, 'get', 'pods']).items) {
           log(`pod ${p.metadata.name}: ${JSON.stringify(p.status.containerStatuses)}`);
           for (const prev of [[], ['--previous']])
@@ -72,9 +66,9 @@ const why = inject('nodeSkipReason');
             );
         }
       }
-      expect(install.stderr).toBe('');
-      expect(install.status).toBe(0);
-      expect(install.stdout).toContain('registered by annex:');
+      expect(installed.stderr).toBe('');
+      expect(installed.status).toBe(0);
+      expect(installed.stdout).toContain('registered by annex:');
 
       // The real controllers: Deployment -> ReplicaSet -> 2 Pods, on this node, Ready.
       await eventually('2 available replicas', 120_000, () => {
@@ -153,6 +147,76 @@ const why = inject('nodeSkipReason');
       expect(refusal).toContain('must not contain dots');
       log(`refused: ${refusal.split('\n').find((l) => l.includes('names.annex.dev'))}`);
     });
+
+    it("with the API server's admission client CA in the ConfigMap annex mounts, the API server's reviews are recorded as policy decisions", async () => {
+      // Why the ConfigMap is absent after `annex install`: the kustomize base cannot know
+      // which CA signs the kube-apiserver's admission client certificate (minikube's is set
+      // up by hand: `annex certs admission-client`, docs/install.md). The Pods mount it as
+      // optional, and without it annex answers every review but records none: it cannot
+      // tell the API server from a Pod posting a forged review. This control plane's
+      // kube-apiserver already presents one (its AdmissionConfiguration), so its CA is what
+      // the ConfigMap holds; the kubelet adds the file to the running Pods at its next sync.
+      ok(['apply', '-f', join(ROOT, 'policies', 'host-network.yaml')]);
+      ok([
+        '-n',
+        NS,
+        'create',
+        'configmap',
+        'annex-admission-client-ca',
+        `--from-file=ca.crt=${node.cluster.webhookClientCaFile}`,
+      ]);
+      const t0 = Date.now();
+      const hostNetwork = (name: string) =>
+        JSON.stringify({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name },
+          spec: {
+            replicas: 0, // a review is all this needs: no Pod to run
+            selector: { matchLabels: { app: name } },
+            template: {
+              metadata: { labels: { app: name } },
+              spec: { hostNetwork: true, containers: [{ name: 'c', image: 'nginx:1.27' }] },
+            },
+          },
+        });
+      let n = 0;
+      let recorded: { metadata: { name: string } }[] = [];
+      // The kubelet's ConfigMap sync (about a minute), then annex's 2 s re-read.
+      /** Each replica's admission-callers line of /readyz?verbose (through the pod proxy). */
+      const callers = () =>
+        json(['-n', NS, 'get', 'pods']).items.map((p: { metadata: { name: string } }) => {
+          const r = kubectl([
+            'get',
+            '--raw',
+            `/api/v1/namespaces/${NS}/pods/https:${p.metadata.name}:8443/proxy/readyz?verbose`,
+          ]);
+          const line = `${r.stdout}${r.stderr}`.split('\n').find((l) => l.includes('callers'));
+          return `${p.metadata.name}: ${line ?? r.stderr.trim()}`;
+        });
+      log(`before: ${callers().join(' | ')}`);
+      try {
+        await eventually('a recorded host-network decision', 90_000, () => {
+          const name = `hostnet-${n++}`;
+          ok(['-n', 'annex-it-user', 'create', '-f', '-'], hostNetwork(name));
+          const events = json(['-n', 'annex-it-user', 'get', 'admissionevents']).items;
+          recorded = events.filter((e: unknown) => JSON.stringify(e).includes('host-network'));
+          return recorded.length > 0;
+        });
+      } finally {
+        log(`after ${(Date.now() - t0) / 1000}s: ${callers().join(' | ')}`);
+        const policy = json(['get', 'admissionpolicies', 'host-network']);
+        log(`host-network status: ${JSON.stringify(policy.status)}`);
+        log(`admissionevents: ${kubectl(['get', 'admissionevents', '-A']).stdout.slice(0, 600)}`);
+      }
+      log(
+        `first decision recorded ${(Date.now() - t0) / 1000}s after the ConfigMap (${n} Deployments created)`,
+      );
+      expect(ok(['-n', 'annex-it-user', 'get', 'admissionevents'])).toMatch(
+        /Audit\s+host-network\s+no-host-network\s+Deployment\s+hostnet-\d+/,
+      );
+      ok(['delete', '-f', join(ROOT, 'policies', 'host-network.yaml')]);
+    }, 180_000);
 
     it('`annex uninstall` leaves nothing: the Pods stop, the namespace goes', async () => {
       const t0 = Date.now();

@@ -5,16 +5,19 @@ import { join } from 'node:path';
 import type { Node } from '../cluster/node.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
+/** The tag scripts/image.sh gives annex's image (and the archive keeps). */
+export const IMAGE = 'localhost/annex:test';
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 export function kube(node: () => Node) {
-  const kubectl = (args: string[], timeout = 120_000) =>
+  const kubectl = (args: string[], timeout = 120_000, input?: string) =>
     spawnSync(node().cluster.kubectl, ['--kubeconfig', node().cluster.adminKubeconfig, ...args], {
       encoding: 'utf8',
       timeout,
+      input,
     });
-  const ok = (args: string[]) => {
-    const r = kubectl(args);
+  const ok = (args: string[], input?: string) => {
+    const r = kubectl(args, 120_000, input);
     if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
     return r.stdout;
   };
@@ -30,18 +33,30 @@ export function kube(node: () => Node) {
       child.stderr.on('data', (d) => (stderr += d));
       child.on('close', (status) => resolve({ status, stdout, stderr }));
     });
+  /** The built CLI (dist/), as a user runs it; never a developer's $KUBECONFIG. */
+  const annex = (args: string[]) =>
+    spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), ...args], {
+      encoding: 'utf8',
+      timeout: 300_000,
+      env: { ...process.env, KUBECONFIG: '' },
+    });
   return {
     kubectl,
     kubectlAsync,
     ok,
     json: (args: string[]) => JSON.parse(ok([...args, '-o', 'json'])),
-    /** The built CLI (dist/), as a user runs it; never a developer's $KUBECONFIG. */
-    annex: (args: string[]) =>
-      spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), ...args], {
-        encoding: 'utf8',
-        timeout: 300_000,
-        env: { ...process.env, KUBECONFIG: '' },
-      }),
+    annex,
+    /** docs/install.md step 4: the kustomize base as shipped but for the image. */
+    install: () =>
+      annex([
+        'install',
+        '--kubeconfig',
+        node().cluster.adminKubeconfig,
+        '--image',
+        IMAGE,
+        '--wait',
+        '120',
+      ]),
     /** Polls `check` every second until it holds; fails naming `what` after `ms`. */
     async eventually(
       what: string,

@@ -17,7 +17,6 @@ import { kube } from './kube.js';
 
 const NS = 'annex-system';
 const LOAD_NS = 'annex-it-load';
-const IMAGE = 'localhost/annex:test';
 /** Admission requests per second (each one calls two webhooks). */
 const RATE = 15;
 /** How long `kubectl drain` keeps retrying the refused eviction before giving up. */
@@ -31,7 +30,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
   () => {
     let node: Node;
     const log = (l: string) => console.error(`operations: ${l}`);
-    const { kubectl, kubectlAsync, ok, json, annex, eventually } = kube(() => node);
+    const { kubectl, kubectlAsync, ok, json, install, eventually } = kube(() => node);
     const pods = () =>
       json(['-n', NS, 'get', 'pods', '-l', 'app.kubernetes.io/name=annex']).items as {
         metadata: { name: string; deletionTimestamp?: string };
@@ -71,16 +70,8 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
       node = await startNode((l) => console.error(`node: ${l}`), {
         images: [inject('nodeImage')],
       });
-      const install = annex([
-        'install',
-        '--kubeconfig',
-        node.cluster.adminKubeconfig,
-        '--image',
-        IMAGE,
-        '--wait',
-        '120',
-      ]);
-      if (install.status !== 0) throw new Error(`annex install: ${install.stderr}`);
+      const installed = install();
+      if (installed.status !== 0) throw new Error(`annex install: ${installed.stderr}`);
       await eventually('2 available replicas', 120_000, available);
       ok(['create', 'namespace', LOAD_NS]);
       // The webhooks answer through the Service before the load starts.
