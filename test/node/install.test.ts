@@ -207,7 +207,13 @@ const why = inject('nodeSkipReason');
         log(`after ${(Date.now() - t0) / 1000}s: ${callers().join(' | ')}`);
         const policy = json(['get', 'admissionpolicies', 'host-network']);
         log(`host-network status: ${JSON.stringify(policy.status)}`);
-        log(`admissionevents: ${kubectl(['get', 'admissionevents', '-A']).stdout.slice(0, 600)}`);
+        const listed = kubectl(['get', 'admissionevents', '-A']);
+        log(`admissionevents: ${(listed.stdout + listed.stderr).slice(0, 600)}`);
+        for (const p of json(['-n', NS, 'get', 'pods']).items) {
+          const lines = kubectl(['-n', NS, 'logs', p.metadata.name]).stdout.split('\n');
+          const about = lines.filter((l) => /decision|peer|host-network|audit/i.test(l));
+          log(`${p.metadata.name} log: ${about.slice(-6).join(' || ').slice(0, 1500)}`);
+        }
       }
       log(
         `first decision recorded ${(Date.now() - t0) / 1000}s after the ConfigMap (${n} Deployments created)`,
