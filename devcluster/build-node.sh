@@ -5,7 +5,7 @@
 # outside the repo:
 #   ${ANNEX_K8S_CACHE:-~/.cache/annex/k8s}/node-<k8s>-containerd<c>-cni<p>-crictl<t>/bin
 # Versions: devcluster/versions.env. runc is Debian's (/usr/sbin/runc): not built here.
-# Only suites that need a node run this; .ci/run does not (yet).
+# Only the node project of npm test (test/node/global-setup.ts) and .ci/run run this.
 # Prints the bin directory on stdout; progress goes to stderr.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)

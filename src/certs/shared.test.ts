@@ -7,7 +7,7 @@ const dnsNames = ['annex.annex-system.svc', 'localhost'].sort();
 const opts = { dnsNames, overlapMs: 1000, caRenewBeforeMs: 0, leafRenewBeforeMs: 0 };
 const issuer: Issuer = {
   ca: () => createCa({ validityDays: 30 }),
-  leaf: (ca) => issue({ ca, commonName: 'annex', usages: ['serverAuth'], dnsNames }),
+  leaf: (ca) => issue({ ca, commonName: 'annex', usages: ['serverAuth', 'clientAuth'], dnsNames }),
 };
 
 const certs = (bundle: string) =>
@@ -64,5 +64,16 @@ describe('shared CA rotation', () => {
     const renewed = await act('renew-leaf', s.data, issuer);
     expect(renewed.data['ca.crt']).toBe(created.data['ca.crt']);
     expect(renewed.data['tls.crt']).not.toBe(created.data['tls.crt']);
+  });
+
+  it('renews a leaf without clientAuth (replicas present it to each other as a client)', async () => {
+    const created = await act('create', {}, issuer);
+    const s: SharedState = { data: created.data, phase: 'stable', since: 0, rotateRequested: false };
+    expect(plan(s, Date.now(), opts)).toBe('none');
+    const serverOnly = await act('renew-leaf', s.data, {
+      ...issuer,
+      leaf: (ca) => issue({ ca, commonName: 'annex', usages: ['serverAuth'], dnsNames }),
+    });
+    expect(plan({ ...s, data: serverOnly.data }, Date.now(), opts)).toBe('renew-leaf');
   });
 });

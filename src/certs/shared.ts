@@ -57,6 +57,8 @@ export interface PlanOptions {
 }
 
 const DAY = 86_400_000;
+/** The clientAuth extended key usage. */
+const EKU_CLIENT_AUTH = '1.3.6.1.5.5.7.3.2';
 
 /** What the Lease holder does next: a pure function of the Secret and the clock. */
 export function plan(s: SharedState, now: number, o: PlanOptions): Action {
@@ -76,6 +78,8 @@ export function plan(s: SharedState, now: number, o: PlanOptions): Action {
   );
   if (Date.parse(leaf.validTo) - now < o.leafRenewBeforeMs || sans.join() !== o.dnsNames.join())
     return 'renew-leaf';
+  // A leaf issued before it carried clientAuth: the replicas' peer calls are refused with it.
+  if (!(leaf.keyUsage ?? []).includes(EKU_CLIENT_AUTH)) return 'renew-leaf';
   return 'none';
 }
 
@@ -175,8 +179,17 @@ export async function startSharedCertificates(o: SharedOptions): Promise<SharedC
   const planOpts: PlanOptions = { dnsNames, overlapMs: o.overlapMs, caRenewBeforeMs: 90 * DAY, leafRenewBeforeMs: 30 * DAY };
   const issuer: Issuer = {
     ca: () => createCa({ validityDays: 3650 }),
+    // clientAuth too, as ensure.ts issues it: replicas present it to each other (peer
+    // endpoints, src/server/client-cert.ts); without it a peer refuses the certificate and
+    // `kubectl get admissionevents` lists only the replica the aggregator reached.
     leaf: (signer) =>
-      issue({ ca: signer, commonName: `${o.service}.${o.serviceNamespace}.svc`, usages: ['serverAuth'], dnsNames, ipAddresses: o.ipAddresses }),
+      issue({
+        ca: signer,
+        commonName: `${o.service}.${o.serviceNamespace}.svc`,
+        usages: ['serverAuth', 'clientAuth'],
+        dnsNames,
+        ipAddresses: o.ipAddresses,
+      }),
   };
   const get = async (): Promise<SecretObj | undefined> => {
     try {

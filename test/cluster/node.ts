@@ -257,6 +257,9 @@ export async function startNode(
           'root-ca-certificate-publisher-controller',
           // Lifts the not-ready taint the kubelet registers with, once the node is Ready.
           'node-lifecycle-controller',
+          // PodDisruptionBudgets' status (disruptionsAllowed): without it every eviction
+          // covered by the shipped PDB is refused, so `kubectl drain` could never evict.
+          'disruption-controller',
         ],
       },
       beforeReady: async (port) => {

@@ -4,29 +4,17 @@
 // applies the kustomize base with nothing changed but the image. From there everything is
 // real: the Deployment and ReplicaSet controllers, kube-scheduler, the kubelet with the
 // Pods' ServiceAccount tokens and their probes, kube-proxy for the Service the API server
-// calls (APIServices, webhooks). Opt-in: `npm run test:node`.
-import { spawnSync } from 'node:child_process';
+// calls (APIServices, webhooks). Part of `npm test` (the `node` project); alone:
+// `npm run test:node`. The image archive comes from ./global-setup.ts.
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { NODE_NAME, nodeUnavailable, startNode, type Node } from '../cluster/node.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { NODE_NAME, startNode, type Node } from '../cluster/node.js';
+import { IMAGE, kube } from './kube.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const NS = 'annex-system'; // as shipped
-/** The tag scripts/image.sh gives the image (and the archive keeps). */
-const IMAGE = 'localhost/annex:test';
 
-function imageUnavailable(): string | undefined {
-  for (const t of ['podman', 'mmdebstrap'])
-    if (spawnSync('sh', ['-c', `command -v ${t}`]).status !== 0)
-      return `needs ${t} to build the image (scripts/image.sh)`;
-  return undefined;
-}
-
-const why = nodeUnavailable() ?? imageUnavailable();
-const required = process.env.ANNEX_REQUIRE_NODE === '1';
-if (why && required) throw new Error(`ANNEX_REQUIRE_NODE=1 but annex cannot run here: ${why}`);
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const why = inject('nodeSkipReason');
 
 (why ? describe.skip : describe)(
   `annex's image as the shipped Deployment on a real node${why ? ` (skipped: ${why})` : ''}`,
@@ -34,65 +22,15 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
     let node: Node;
     const times: Record<string, number> = {};
     const log = (l: string) => console.error(`install: ${l}`);
-    const kubectl = (args: string[]) =>
-      spawnSync(node.cluster.kubectl, ['--kubeconfig', node.cluster.adminKubeconfig, ...args], {
-        encoding: 'utf8',
-        timeout: 120_000,
-      });
-    const ok = (args: string[]) => {
-      const r = kubectl(args);
-      if (r.status !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-      return r.stdout;
-    };
-    const json = (args: string[]) => JSON.parse(ok([...args, '-o', 'json']));
-    const annex = (args: string[]) =>
-      spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), ...args], {
-        encoding: 'utf8',
-        timeout: 300_000,
-        env: { ...process.env, KUBECONFIG: '' },
-      });
-    async function eventually(what: string, ms: number, check: () => boolean): Promise<void> {
-      const end = Date.now() + ms;
-      while (Date.now() < end) {
-        if (check()) return;
-        await sleep(1000);
-      }
-      throw new Error(`timed out after ${ms / 1000}s waiting for ${what}`);
-    }
+    const { kubectl, ok, json, annex, install, eventually } = kube(() => node);
     /** Every object of every listable kind labelled as annex's, as kind/name lines. */
     const annexLabelled = () => {
       const kinds = ok(['api-resources', '--verbs=list', '-o', 'name']).trim().split('\n');
       const r = kubectl(['get', kinds.join(','), '-A', '-l', 'app.kubernetes.io/name=annex']);
       return r.stdout.trim().split('\n').filter(Boolean);
     };
-    const timed = <T>(phase: string, f: () => T): T => {
-      const t0 = Date.now();
-      const r = f();
-      times[phase] = (Date.now() - t0) / 1000;
-      log(`${phase}: ${times[phase]}s`);
-      return r;
-    };
-
     beforeAll(async () => {
-      // The image's inputs are the built tree (npm pack of dist/, the lockfile, the Dockerfile).
-      timed('npm run build', () => {
-        const b = spawnSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, encoding: 'utf8' });
-        if (b.status !== 0) throw new Error(`npm run build: ${b.stdout}${b.stderr}`);
-      });
-      const archive = timed('image (scripts/image.sh --archive --no-checks)', () => {
-        const r = spawnSync(
-          'bash',
-          [join(ROOT, 'scripts', 'image.sh'), '--archive', '--no-checks'],
-          {
-            cwd: ROOT,
-            encoding: 'utf8',
-          },
-        );
-        if (r.status !== 0) throw new Error(`scripts/image.sh: ${r.stdout}${r.stderr}`);
-        const lines = r.stdout.trim().split('\n');
-        log(lines.join(' | '));
-        return lines.pop()!;
-      });
+      const archive = inject('nodeImage');
       expect(archive).toMatch(/\.tar$/);
       const t0 = Date.now();
       node = await startNode((l) => console.error(`node: ${l}`), { images: [archive] });
@@ -114,18 +52,12 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
     it('`annex install --image` runs the shipped Deployment: 2 Pods Ready by their probes, APIServices Available, the names webhook refuses', async () => {
       const t0 = Date.now();
-      const install = annex([
-        'install',
-        '--kubeconfig',
-        node.cluster.adminKubeconfig,
-        '--image',
-        IMAGE,
-        '--wait',
-        '120',
-      ]);
+      const installed = install();
       times['annex install (until registered)'] = (Date.now() - t0) / 1000;
-      log(`annex install: exit ${install.status} in ${times['annex install (until registered)']}s`);
-      if (install.status !== 0) {
+      log(
+        `annex install: exit ${installed.status} in ${times['annex install (until registered)']}s`,
+      );
+      if (installed.status !== 0) {
         for (const p of json(['-n', NS, 'get', 'pods']).items) {
           log(`pod ${p.metadata.name}: ${JSON.stringify(p.status.containerStatuses)}`);
           for (const prev of [[], ['--previous']])
@@ -134,9 +66,9 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
             );
         }
       }
-      expect(install.stderr).toBe('');
-      expect(install.status).toBe(0);
-      expect(install.stdout).toContain('registered by annex:');
+      expect(installed.stderr).toBe('');
+      expect(installed.status).toBe(0);
+      expect(installed.stdout).toContain('registered by annex:');
 
       // The real controllers: Deployment -> ReplicaSet -> 2 Pods, on this node, Ready.
       await eventually('2 available replicas', 120_000, () => {
@@ -215,6 +147,82 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
       expect(refusal).toContain('must not contain dots');
       log(`refused: ${refusal.split('\n').find((l) => l.includes('names.annex.dev'))}`);
     });
+
+    it("with the API server's admission client CA in the ConfigMap annex mounts, the API server's reviews are recorded as policy decisions", async () => {
+      // Why the ConfigMap is absent after `annex install`: the kustomize base cannot know
+      // which CA signs the kube-apiserver's admission client certificate (minikube's is set
+      // up by hand: `annex certs admission-client`, docs/install.md). The Pods mount it as
+      // optional, and without it annex answers every review but records none: it cannot
+      // tell the API server from a Pod posting a forged review. This control plane's
+      // kube-apiserver already presents one (its AdmissionConfiguration), so its CA is what
+      // the ConfigMap holds; the kubelet adds the file to the running Pods at its next sync.
+      ok(['apply', '-f', join(ROOT, 'policies', 'host-network.yaml')]);
+      ok([
+        '-n',
+        NS,
+        'create',
+        'configmap',
+        'annex-admission-client-ca',
+        `--from-file=ca.crt=${node.cluster.webhookClientCaFile}`,
+      ]);
+      const t0 = Date.now();
+      const hostNetwork = (name: string) =>
+        JSON.stringify({
+          apiVersion: 'apps/v1',
+          kind: 'Deployment',
+          metadata: { name },
+          spec: {
+            replicas: 0, // a review is all this needs: no Pod to run
+            selector: { matchLabels: { app: name } },
+            template: {
+              metadata: { labels: { app: name } },
+              spec: { hostNetwork: true, containers: [{ name: 'c', image: 'nginx:1.27' }] },
+            },
+          },
+        });
+      let n = 0;
+      let recorded: { metadata: { name: string } }[] = [];
+      // The kubelet's ConfigMap sync (about a minute), then annex's 2 s re-read.
+      /** Each replica's admission-callers line of /readyz?verbose (through the pod proxy). */
+      const callers = () =>
+        json(['-n', NS, 'get', 'pods']).items.map((p: { metadata: { name: string } }) => {
+          const r = kubectl([
+            'get',
+            '--raw',
+            `/api/v1/namespaces/${NS}/pods/https:${p.metadata.name}:8443/proxy/readyz?verbose`,
+          ]);
+          const line = `${r.stdout}${r.stderr}`.split('\n').find((l) => l.includes('callers'));
+          return `${p.metadata.name}: ${line ?? r.stderr.trim()}`;
+        });
+      log(`before: ${callers().join(' | ')}`);
+      try {
+        await eventually('a recorded host-network decision', 90_000, () => {
+          const name = `hostnet-${n++}`;
+          ok(['-n', 'annex-it-user', 'create', '-f', '-'], hostNetwork(name));
+          const events = json(['-n', 'annex-it-user', 'get', 'admissionevents']).items;
+          recorded = events.filter((e: unknown) => JSON.stringify(e).includes('host-network'));
+          return recorded.length > 0;
+        });
+      } finally {
+        log(`after ${(Date.now() - t0) / 1000}s: ${callers().join(' | ')}`);
+        const policy = json(['get', 'admissionpolicies', 'host-network']);
+        log(`host-network status: ${JSON.stringify(policy.status)}`);
+        const listed = kubectl(['get', 'admissionevents', '-A']);
+        log(`admissionevents: ${(listed.stdout + listed.stderr).slice(0, 600)}`);
+        for (const p of json(['-n', NS, 'get', 'pods']).items) {
+          const lines = kubectl(['-n', NS, 'logs', p.metadata.name]).stdout.split('\n');
+          const about = lines.filter((l) => /decision|peer|host-network|audit/i.test(l));
+          log(`${p.metadata.name} log: ${about.slice(-6).join(' || ').slice(0, 1500)}`);
+        }
+      }
+      log(
+        `first decision recorded ${(Date.now() - t0) / 1000}s after the ConfigMap (${n} Deployments created)`,
+      );
+      expect(ok(['-n', 'annex-it-user', 'get', 'admissionevents'])).toMatch(
+        /Audit\s+host-network\s+no-host-network\s+Deployment\s+hostnet-\d+/,
+      );
+      ok(['delete', '-f', join(ROOT, 'policies', 'host-network.yaml')]);
+    }, 180_000);
 
     it('`annex uninstall` leaves nothing: the Pods stop, the namespace goes', async () => {
       const t0 = Date.now();

@@ -1,13 +1,12 @@
 // A real Pod on a real kubelet (issue 22, first steps): containerd + kubelet + the control
 // plane in namespaces the test creates (test/cluster/node.ts); the workload image is built
-// offline (devcluster/build-node-images.sh) and imported. Opt-in: `npm run test:node`.
+// offline (devcluster/build-node-images.sh) and imported. Part of `npm test` (the `node`
+// project, whose ./global-setup.ts builds or reuses the node); alone: `npm run test:node`.
 import { spawnSync } from 'node:child_process';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { HELLO_IMAGE, NODE_NAME, nodeUnavailable, startNode, type Node } from '../cluster/node.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { HELLO_IMAGE, NODE_NAME, startNode, type Node } from '../cluster/node.js';
 
-const why = nodeUnavailable();
-const required = process.env.ANNEX_REQUIRE_NODE === '1';
-if (why && required) throw new Error(`ANNEX_REQUIRE_NODE=1 but no node can run here: ${why}`);
+const why = inject('nodeSkipReason');
 
 (why ? describe.skip : describe)(`a real node${why ? ` (skipped: ${why})` : ''}`, () => {
   let node: Node;

@@ -12,7 +12,7 @@ export function dryRunCreates(c: ClusterInfo, namespace: string, rate: number) {
   const figures = { sent: 0, ok: 0, failed: 0, failures: {} as Record<string, number> };
   const fail = (text: string) => {
     figures.failed++;
-    const k = text.replace(/\d+/g, 'N').slice(0, 400);
+    const k = text.replace(/\d+/g, 'N').slice(0, 700);
     figures.failures[k] = (figures.failures[k] ?? 0) + 1;
   };
   const body = JSON.stringify({
@@ -44,7 +44,7 @@ export function dryRunCreates(c: ClusterInfo, namespace: string, rate: number) {
           res.setEncoding('utf8');
           res.on('data', (d) => (text += d));
           res.on('end', () => {
-            if (res.statusCode !== 201) fail(`${res.statusCode}: ${text.slice(0, 300)}`);
+            if (res.statusCode !== 201) fail(`${res.statusCode}: ${text.slice(0, 600)}`);
             else if (
               JSON.parse(text).metadata?.labels?.['app.kubernetes.io/managed-by'] !== 'annex'
             )
