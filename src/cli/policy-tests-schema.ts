@@ -42,6 +42,9 @@ export const policyTestSchema: JsonSchema = {
     resources: paths(
       'Files or folders of the objects, relative to the test file; each is created, offline, as `annex check` creates it.',
     ),
+    exceptions: paths(
+      "PolicyException files or folders, relative to the test file; one without a namespace is in `namespace`. Only exceptions of the objects' namespace (or of annex-system) exempt them, as in a cluster.",
+    ),
     namespace: {
       type: 'string',
       minLength: 1,
@@ -100,14 +103,14 @@ export const policyTestSchema: JsonSchema = {
           result: {
             type: 'string',
             description:
-              '`pass`: the policy applied and the rule held (a mutate rule: it ran); `fail`: it failed and the policy denies or audits it; `warn`: it failed and the policy warns (actions [Warn]); `skip`: the policy does not apply to the object (match, exclude, matchConditions); `error`: the API server refused the object before any policy (its own validation), or the rule could not be evaluated on it and its policy has failurePolicy Ignore (with Fail, it is a `fail`).',
+              '`pass`: the policy applied and the rule held (a mutate rule: it ran); `fail`: it failed and the policy denies or audits it; `warn`: it failed and the policy warns (actions [Warn]); `skip`: the policy does not apply to the object (match, exclude, matchConditions), or a PolicyException of `exceptions` exempts it from the rule; `error`: the API server refused the object before any policy (its own validation), or the rule could not be evaluated on it and its policy has failurePolicy Ignore (with Fail, it is a `fail`).',
             enum: [...RESULTS],
           },
           message: {
             type: 'string',
             minLength: 1,
             description:
-              'A substring of what the rule said: a failed rule\'s causes (`field: message`, joined by `; `); a passed mutate rule\'s patch of the object (`add /spec/containers/0/resources/requests: {"cpu":"100m"}`, every mutate rule\'s, joined by `; `); for `error`, the API server\'s refusal as kubectl prints it, or the evaluation error.',
+              "A substring of what the rule said: an exempted rule's `exempted by PolicyException namespace/name`; a failed rule's causes (`field: message`, joined by `; `); a passed mutate rule's patch of the object (`add /spec/containers/0/resources/requests: {\"cpu\":\"100m\"}`, every mutate rule's, joined by `; `); for `error`, the API server's refusal as kubectl prints it, or the evaluation error.",
           },
         },
       },

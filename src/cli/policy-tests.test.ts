@@ -118,7 +118,7 @@ describe('annex test: mismatches', () => {
     expect(r.stdout).toContain(
       `pinned-images.test.yaml: pinned-images: pinned-images/containers on Pod/latest: got fail, expected pass (spec.containers[0].image: Invalid value: "nginx:latest": must be pinned to a tag other than latest, or to a digest)`,
     );
-    expect(r.stdout).toMatch(/\n40 of 41 as expected, 1 not\n$/);
+    expect(r.stdout).toMatch(/\n44 of 45 as expected, 1 not\n$/);
   });
 
   it('a wrong message: exit 1, what the rule said and what was expected', async () => {
@@ -144,11 +144,11 @@ describe('annex test: mismatches', () => {
     const els = parseXml(r.stdout);
     expect(els[0]).toMatchObject({
       name: 'testsuites',
-      attrs: { name: 'annex test', tests: '41', failures: '1' },
+      attrs: { name: 'annex test', tests: '45', failures: '1' },
     });
     const suitesEls = els.filter((e) => e.name === 'testsuite');
-    expect(suitesEls).toHaveLength(6);
-    expect(els.filter((e) => e.name === 'testcase')).toHaveLength(41);
+    expect(suitesEls).toHaveLength(7);
+    expect(els.filter((e) => e.name === 'testcase')).toHaveLength(45);
     const failures = els.filter((e) => e.name === 'failure');
     expect(failures).toHaveLength(1);
     expect(failures[0]!.attrs.message).toContain(
@@ -355,6 +355,18 @@ describe('annex test: bad input is one line naming the file, field or value', ()
       'a field of the wrong type',
       (_, file) => (edit(file, /\npolicies: .*\n/, '\npolicies: pinned-images.yaml\n'), [file]),
       /pinned-images\.test\.yaml: policies: must be array$/,
+    ],
+    [
+      'an AdmissionPolicy listed among the exceptions',
+      (_, file) => (
+        edit(
+          file,
+          /\nresources: /,
+          '\nexceptions: [../../policies/host-network.yaml]\nresources: ',
+        ),
+        [file]
+      ),
+      /pinned-images\.test\.yaml: exceptions: AdmissionPolicy "host-network" in an exceptions file: list it in policies$/,
     ],
     [
       'another kind',

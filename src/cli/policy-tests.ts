@@ -12,7 +12,9 @@ import type { JsonObject } from '../admission/defaults/index.js';
 import type { FieldCause } from '../admission/verdict.js';
 import { UserError } from '../errors.js';
 import type { CompiledPolicy } from '../policy/compile.js';
-import { isDirectory, loadPolicies } from '../policy/load.js';
+import { ExceptionSet } from '../policy/exceptions/match.js';
+import { isDirectory, loadPolicyFiles } from '../policy/load.js';
+import { DEFAULT_ANNEX_NAMESPACE } from '../policy/match.js';
 import { checkFiles, opText, type CheckResult } from './check.js';
 import { policyTestSchema, TEST_KIND, type RuleResult } from './policy-tests-schema.js';
 
@@ -22,6 +24,7 @@ export interface PolicyTest {
   metadata: { name: string };
   policies: string[];
   resources: string[];
+  exceptions?: string[];
   namespace?: string;
   namespaceLabels?: Record<string, string>;
   userInfo?: { username?: string; groups?: string[] };
@@ -158,6 +161,9 @@ export function ruleResult(
 ): { result: RuleResult; message: string } {
   if (!r.matched) return { result: 'error', message: r.message };
   if (!r.matched.includes(policy.name)) return { result: 'skip', message: '' };
+  const exempted = r.exempted?.find((x) => x.policy === policy.name && x.rule === rule);
+  if (exempted)
+    return { result: 'skip', message: `exempted by PolicyException ${exempted.exception}` };
   const said = (causes: readonly FieldCause[]) =>
     causes.map((c) => (c.field ? `${c.field}: ${c.message}` : c.message)).join('; ');
   const ignored = r.ignored?.find((x) => x.policy === policy.name && x.rule === rule);
@@ -181,12 +187,30 @@ export function runTest(file: string, t: PolicyTest): TestRow[] {
     }
     return path;
   };
-  const policies = loadPolicies(t.policies.map((p, i) => at('policies', i, p)));
+  const namespace = t.namespace ?? 'default';
+  // As `annex check -p`: exceptions may sit beside the policies, or in their own files.
+  const loaded = loadPolicyFiles(
+    t.policies.map((p, i) => at('policies', i, p)),
+    namespace,
+  );
+  const policies = loaded.policies;
+  const extra = loadPolicyFiles(
+    (t.exceptions ?? []).map((p, i) => at('exceptions', i, p)),
+    namespace,
+  );
+  if (extra.policies.length) {
+    throw new UserError(
+      `${file}: exceptions: AdmissionPolicy "${extra.policies[0]!.name}" in an exceptions file: list it in policies`,
+    );
+  }
+  const exceptions = new ExceptionSet(DEFAULT_ANNEX_NAMESPACE);
+  exceptions.replace([...loaded.exceptions, ...extra.exceptions]);
   const checked = checkFiles(
     t.resources.map((p, i) => at('resources', i, p)),
     policies,
     {
-      namespace: t.namespace ?? 'default',
+      namespace,
+      exceptions,
       ...(t.native !== undefined ? { native: t.native } : {}),
       ...(t.namespaceLabels ? { namespaceLabels: t.namespaceLabels } : {}),
       ...(t.userInfo ? { userInfo: t.userInfo } : {}),
