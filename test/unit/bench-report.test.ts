@@ -5,6 +5,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../src/devcluster/control-plane.js';
 
 // bench/ is plain ESM JavaScript (run by node directly): loaded by URL, untyped.
 const load = (p: string) => import(new URL(`../../bench/${p}`, import.meta.url).href);
@@ -195,7 +196,8 @@ describe('bench load generator', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'annex-bench-test-'));
     certs = await (await load('webhook/certs.mjs')).makeCerts(dir);
-    port = 20000 + Math.floor(Math.random() * 20000);
+    // A port checked free below the ephemeral range (a random one collided: exit 1).
+    port = await freePort();
     server = spawn(
       process.execPath,
       [new URL('../../bench/webhook/servers/bare.mjs', import.meta.url).pathname],
