@@ -87,7 +87,9 @@ size=$(podman "${P[@]}" image inspect --format '{{.Size}}' "$TAG")
 echo "image: built $TAG in ${build_s}s (context prepared in $(( b0 - t0 ))s), $(( size / 1000000 )) MB, node $("$W/ctx/node" --version)"
 if [ -n "$ARCHIVE" ]; then
   mkdir -p "$(dirname "$ARCHIVE")"
-  rm -f "$(dirname "$ARCHIVE")"/annex-*.tar # one archive kept: the newest inputs'
+  # Archives of other inputs are dropped after a day, not at once: another worktree's test
+  # run may be about to import its own.
+  find "$(dirname "$ARCHIVE")" -maxdepth 1 -name 'annex-*.tar' -mmin +1440 -delete
   podman "${P[@]}" save --quiet --format docker-archive -o "$ARCHIVE.part" "$TAG"
   mv "$ARCHIVE.part" "$ARCHIVE"
   if [ "$CHECKS" = 0 ]; then echo "image: checks skipped (--no-checks)"; echo "$ARCHIVE"; exit 0; fi
