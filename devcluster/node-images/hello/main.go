@@ -1,15 +1,19 @@
 // A tiny workload for node tests: HTTP on :8080 (or $PORT), / answers a greeting,
-// /healthz answers ok (for readiness probes); logs one line per request; exits on SIGTERM.
+// /healthz answers ok (for readiness probes), /get?url=U fetches U from inside the Pod (its
+// resolv.conf: the cluster DNS, the Pod's search path) and answers its body; logs one line
+// per request; exits on SIGTERM.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
 	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
 func main() {
@@ -20,6 +24,17 @@ func main() {
 	host, _ := os.Hostname()
 	mux := http.NewServeMux()
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) { fmt.Fprintln(w, "ok") })
+	client := &http.Client{Timeout: 5 * time.Second}
+	mux.HandleFunc("/get", func(w http.ResponseWriter, r *http.Request) {
+		res, err := client.Get(r.URL.Query().Get("url"))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer res.Body.Close()
+		w.WriteHeader(res.StatusCode)
+		io.Copy(w, res.Body)
+	})
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		log.Printf("request %s %s from %s", r.Method, r.URL.Path, r.RemoteAddr)
 		fmt.Fprintf(w, "hello from %s\n", host)
