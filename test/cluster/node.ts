@@ -41,6 +41,7 @@ import { pinnedVersions } from '../../src/devcluster/binaries.js';
 import { stopInReverse } from '../../src/devcluster/stop.js';
 import { writeContainerdConfig } from './node/containerd.js';
 import { writeKubeletConfig } from './node/kubelet.js';
+import { CLUSTER_DNS_IP, CLUSTER_DOMAIN, clusterDnsManifest } from './node/dns.js';
 import { cgroupHierarchies, hostLinkNames, iptablesSave, waitFor } from './node/host.js';
 import { startHolder } from './node/namespace.js';
 import { forwardApiServer } from './node/forward.js';
@@ -83,6 +84,8 @@ export interface Node {
   /** Runs a command inside the node's namespaces (crictl, ctr, ip…); never throws. */
   exec(cmd: string, args: string[]): { code: number; stdout: string; stderr: string };
   crictl(args: string[]): { code: number; stdout: string; stderr: string };
+  /** Waits until the cluster DNS (CoreDNS, Service kube-dns) is available. */
+  dnsReady(ms?: number): Promise<void>;
   /** Stops everything and removes what it made. */
   stop(): Promise<void>;
   /** What remains after stop(): an empty list when the machine is as it was. */
@@ -310,7 +313,7 @@ export async function startNode(
       () =>
         `containerd did not serve CRI (exit ${containerd.exitCode}); see ${p('containerd.log')}`,
     );
-    for (const img of ['pause', 'hello'])
+    for (const img of ['pause', 'hello', 'coredns'])
       run(join(bin, 'ctr'), [
         '-a',
         sock,
@@ -338,6 +341,8 @@ export async function startNode(
       cgroupRoot,
       nodeIp: NODE_IP,
       podCidr: POD_CIDR,
+      clusterDns: CLUSTER_DNS_IP,
+      clusterDomain: CLUSTER_DOMAIN,
     });
     const kubelet = daemon('kubelet', join(bin, 'kubelet'), [
       `--config=${p('kubelet.yaml')}`,
@@ -348,9 +353,10 @@ export async function startNode(
       `--node-ip=${NODE_IP}`,
       '--v=2',
     ]);
-    const kubectl = (args: string[]) =>
+    const kubectl = (args: string[], input?: string) =>
       spawnSync(cluster.kubectl, ['--kubeconfig', cluster.adminKubeconfig, ...args], {
         encoding: 'utf8',
+        input,
       });
     await waitFor(
       () =>
@@ -428,12 +434,32 @@ export async function startNode(
     ]);
     lap('kube-scheduler started');
 
+    // --- cluster DNS: applied, not awaited (a test that resolves names calls dnsReady) ---
+    const dns = kubectl(
+      ['apply', '-f', '-', '--server-side'],
+      JSON.stringify(clusterDnsManifest()),
+    );
+    if (dns.status !== 0) throw new Error(`cluster DNS: ${dns.stderr}`);
+    const dnsReady = async (ms = 90_000) => {
+      const rollout = kubectl([
+        '-n',
+        'kube-system',
+        'rollout',
+        'status',
+        'deployment/coredns',
+        `--timeout=${ms / 1000}s`,
+      ]);
+      if (rollout.status !== 0)
+        throw new Error(`CoreDNS not available: ${rollout.stderr}; see ${p('pod-logs')}`);
+    };
+
     return {
       dir,
       cluster,
       cgroupRoot,
       exec,
       crictl,
+      dnsReady,
       stop,
       leftovers,
       timings,

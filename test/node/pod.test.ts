@@ -22,6 +22,43 @@ const why = inject('nodeSkipReason');
     return r.stdout;
   };
 
+  /** A Pod of the hello image, hardened as the restricted profile wants, probed on /healthz. */
+  const helloPod = (namespace: string, name: string, labels: Record<string, string> = {}) => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name, namespace, labels },
+    spec: {
+      terminationGracePeriodSeconds: 5,
+      containers: [
+        {
+          name: 'hello',
+          image: HELLO_IMAGE,
+          imagePullPolicy: 'Never',
+          ports: [{ containerPort: 8080 }],
+          readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 },
+          securityContext: {
+            runAsNonRoot: true,
+            readOnlyRootFilesystem: true,
+            allowPrivilegeEscalation: false,
+            capabilities: { drop: ['ALL'] },
+          },
+        },
+      ],
+    },
+  });
+  /** GET from the node's namespace (no packet leaves it); '' on any failure. */
+  const fetchInNode = (url: string) =>
+    node.exec(process.execPath, [
+      '-e',
+      `fetch('${url}', { signal: AbortSignal.timeout(8000) }).then(async r => process.stdout.write(r.status + ' ' + await r.text()), () => {})`,
+    ]).stdout;
+  /** A namespace, once its `default` ServiceAccount exists (serviceaccount-controller). */
+  const namespace = async (ns: string) => {
+    ok(['create', 'namespace', ns]);
+    for (let i = 0; i < 60 && kubectl(['get', 'sa', 'default', '-n', ns]).status !== 0; i++)
+      await new Promise((r) => setTimeout(r, 250));
+  };
+
   beforeAll(async () => {
     node = await startNode((l) => console.error(`node: ${l}`));
   });
@@ -42,36 +79,8 @@ const why = inject('nodeSkipReason');
   });
 
   it('runs a Pod of the local image to Running and Ready (readiness probe), logs readable, a ClusterIP Service routed by kube-proxy', async () => {
-    ok(['create', 'namespace', 'hello']);
-    // kube-controller-manager's serviceaccount-controller makes `default`.
-    for (let i = 0; i < 60 && kubectl(['get', 'sa', 'default', '-n', 'hello']).status !== 0; i++)
-      await new Promise((r) => setTimeout(r, 250));
-    const pod = {
-      apiVersion: 'v1',
-      kind: 'Pod',
-      metadata: { name: 'hello', namespace: 'hello' },
-      spec: {
-        terminationGracePeriodSeconds: 5,
-        containers: [
-          {
-            name: 'hello',
-            image: HELLO_IMAGE,
-            imagePullPolicy: 'Never',
-            ports: [{ containerPort: 8080 }],
-            readinessProbe: {
-              httpGet: { path: '/healthz', port: 8080 },
-              periodSeconds: 1,
-            },
-            securityContext: {
-              runAsNonRoot: true,
-              readOnlyRootFilesystem: true,
-              allowPrivilegeEscalation: false,
-              capabilities: { drop: ['ALL'] },
-            },
-          },
-        ],
-      },
-    };
+    await namespace('hello');
+    const pod = helloPod('hello', 'hello');
     const t0 = Date.now();
     ok(['apply', '-f', '-'], JSON.stringify(pod));
     ok(['wait', '-n', 'hello', 'pod/hello', '--for=condition=Ready', '--timeout=60s']);
@@ -106,6 +115,52 @@ const why = inject('nodeSkipReason');
     console.error(`node: service ${ip} answered in ${((Date.now() - t1) / 1000).toFixed(1)}s`);
     expect(viaService).toBe('hello from hello\n');
     ok(['delete', '-n', 'hello', 'pod/hello', '--wait=true', '--timeout=60s']);
-    expect(node.crictl(['ps', '-a', '-q']).stdout.trim()).toBe('');
+    // The kubelet removes a deleted Pod's containers in its cleanup pass, which may come
+    // after the API object is gone. CoreDNS runs on this node too: only the namespace's.
+    const left = () =>
+      node.crictl(['ps', '-a', '-q', '--label', 'io.kubernetes.pod.namespace=hello']).stdout.trim();
+    const t2 = Date.now();
+    while (left() && Date.now() - t2 < 60_000) await new Promise((r) => setTimeout(r, 500));
+    expect(left()).toBe('');
+  });
+
+  it("resolves Service names through the cluster DNS (CoreDNS): `queue.shop` from another namespace's Pod, as the docs' sources name them", async () => {
+    const t0 = Date.now();
+    await node.dnsReady();
+    console.error(`node: CoreDNS available ${((Date.now() - t0) / 1000).toFixed(1)}s after asked`);
+    await namespace('shop');
+    ok(['apply', '-f', '-'], JSON.stringify(helloPod('shop', 'queue', { app: 'queue' })));
+    ok(['create', 'service', 'clusterip', 'queue', '-n', 'shop', '--tcp=8080:8080']);
+    ok(['apply', '-f', '-'], JSON.stringify(helloPod('hello', 'client')));
+    for (const pod of ['shop/queue', 'hello/client']) {
+      const [ns, name] = pod.split('/') as [string, string];
+      ok(['wait', '-n', ns, `pod/${name}`, '--for=condition=Ready', '--timeout=60s']);
+    }
+    const client = ok(['get', '-n', 'hello', 'pod/client', '-o', 'jsonpath={.status.podIP}']);
+    const via = (url: string) =>
+      fetchInNode(`http://${client}:8080/get?url=${encodeURIComponent(url)}`);
+    // The client Pod's resolver: nameserver kube-dns, search hello.svc.cluster.local
+    // svc.cluster.local cluster.local — `queue.shop` is queue.shop.svc.cluster.local.
+    let answer = '';
+    const t1 = Date.now();
+    while (Date.now() - t1 < 60_000 && !answer.startsWith('200 ')) {
+      answer = via('http://queue.shop:8080/');
+      if (!answer.startsWith('200 ')) await new Promise((r) => setTimeout(r, 1000));
+    }
+    console.error(
+      `node: queue.shop answered in ${((Date.now() - t1) / 1000).toFixed(1)}s: ${answer.trim()}`,
+    );
+    expect(answer).toBe('200 hello from queue\n');
+    expect(via('http://queue.shop.svc.cluster.local:8080/')).toBe('200 hello from queue\n');
+    // A name that is no Service fails in the Pod (502 from hello), and fast. CoreDNS
+    // answers NXDOMAIN inside cluster.local; the last, absolute `nothere.shop.` has no
+    // upstream in this namespace (no `forward`), so Go reports "server misbehaving"
+    // where a cluster with an upstream resolver says "no such host".
+    const t2 = Date.now();
+    const missing = via('http://nothere.shop:8080/');
+    expect(missing).toMatch(
+      /^502 .*lookup nothere\.shop on 10\.0\.0\.10:53: (server misbehaving|no such host)/,
+    );
+    expect(Date.now() - t2).toBeLessThan(8000);
   });
 });

@@ -11,6 +11,9 @@ export interface KubeletFiles {
   cgroupRoot: string;
   nodeIp: string;
   podCidr: string;
+  /** The kube-dns Service's ClusterIP and the cluster domain (Pods' resolv.conf). */
+  clusterDns: string;
+  clusterDomain: string;
 }
 
 export function writeKubeletConfig(file: string, o: KubeletFiles): void {
@@ -32,7 +35,10 @@ export function writeKubeletConfig(file: string, o: KubeletFiles): void {
       authentication: { anonymous: { enabled: true }, webhook: { enabled: false } },
       authorization: { mode: 'AlwaysAllow' },
       podLogsDir: join(o.dir, 'pod-logs'),
+      // No host resolver inside the namespace: ClusterFirst Pods get only the cluster DNS.
       resolvConf: '',
+      clusterDNS: [o.clusterDns],
+      clusterDomain: o.clusterDomain,
       failSwapOn: false,
       imageGCHighThresholdPercent: 100,
       imageGCLowThresholdPercent: 99,
