@@ -224,6 +224,57 @@ const why = inject('nodeSkipReason');
       ok(['delete', '-f', join(ROOT, 'policies', 'host-network.yaml')]);
     }, 180_000);
 
+    it("NodeMetrics and PodMetrics are the real kubelet's /metrics/resource, scraped at the node's address as the shipped config says", async () => {
+      const t0 = Date.now();
+      let pods = '';
+      // Two scrapes (15 s apart, as shipped) before a CPU rate exists.
+      await eventually('both replicas in kubectl get podmetrics', 90_000, () => {
+        const r = kubectl(['get', 'podmetrics.metrics.annex.dev', '-n', NS]);
+        pods = r.stdout + r.stderr;
+        return r.status === 0 && r.stdout.trim().split('\n').length === 3;
+      });
+      const nodes = ok(['get', 'nodemetrics.metrics.annex.dev']);
+      log(`after ${(Date.now() - t0) / 1000}s:\n${nodes.trim()}\n${pods.trim()}`);
+      expect(nodes).toMatch(new RegExp(`^${NODE_NAME}\\s+[1-9]\\d*m\\s+[1-9]\\d*Mi\\s+\\d`, 'm'));
+      for (const row of pods.trim().split('\n').slice(1))
+        expect(row).toMatch(/^annex-\S+\s+\d+m\s+[1-9]\d*Mi\s+\d/);
+
+      // The same figures, read from the kubelet itself (the API server's node proxy):
+      // memory is a gauge, so annex's last sample and this later one stay close.
+      const text = ok(['get', '--raw', `/api/v1/nodes/${NODE_NAME}/proxy/metrics/resource`]);
+      const kubelet = (name: string, pod?: string) => {
+        const labels = pod ? `\\{[^}]*pod="${pod}"[^}]*\\}` : '';
+        const m = new RegExp(`^${name}${labels} (\\S+)`, 'm').exec(text);
+        expect(m, `${name} ${pod ?? ''} in the kubelet's /metrics/resource`).not.toBeNull();
+        return Number(m![1]);
+      };
+      const bytes = (q: string) => Number(q.replace(/Ki$/, '')) * (q.endsWith('Ki') ? 1024 : 1);
+      const node = JSON.parse(
+        ok(['get', '--raw', `/apis/metrics.annex.dev/v1beta1/nodes/${NODE_NAME}`]),
+      );
+      const nodeWs = kubelet('node_memory_working_set_bytes');
+      log(`node memory: annex ${node.usage.memory}, kubelet ${nodeWs}`);
+      // The node's working set moves with whatever else this machine runs: within 2x.
+      expect(bytes(node.usage.memory) / nodeWs).toBeGreaterThan(0.5);
+      expect(bytes(node.usage.memory) / nodeWs).toBeLessThan(2);
+      const list = JSON.parse(
+        ok(['get', '--raw', `/apis/metrics.annex.dev/v1beta1/namespaces/${NS}/pods`]),
+      );
+      expect(list.items).toHaveLength(2);
+      for (const pm of list.items) {
+        const ws = kubelet('pod_memory_working_set_bytes', pm.metadata.name);
+        const mem = bytes(pm.containers[0].usage.memory);
+        log(`${pm.metadata.name} memory: annex ${pm.containers[0].usage.memory}, kubelet ${ws}`);
+        expect(pm.containers.map((c: { name: string }) => c.name)).toEqual(['annex']);
+        expect(Math.abs(mem - ws) / ws).toBeLessThan(0.25);
+      }
+      // metrics.k8s.io is opt-in as shipped (metrics-server may own it: docs/install.md),
+      // so `kubectl top` says what it says on a cluster without a metrics server.
+      const top = kubectl(['top', 'node']);
+      expect(top.status).not.toBe(0);
+      expect(top.stderr).toContain('Metrics API not available');
+    }, 180_000);
+
     it('`annex uninstall` leaves nothing: the Pods stop, the namespace goes', async () => {
       const t0 = Date.now();
       const un = annex(['uninstall', '--kubeconfig', node.cluster.adminKubeconfig, '--wait', '60']);
