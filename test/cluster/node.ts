@@ -260,6 +260,8 @@ export async function startNode(
           'root-ca-certificate-publisher-controller',
           // Lifts the not-ready taint the kubelet registers with, once the node is Ready.
           'node-lifecycle-controller',
+          // HPAs, on metrics.k8s.io (annex when registerMetricsK8sIo) and external metrics.
+          'horizontal-pod-autoscaler-controller',
           // PodDisruptionBudgets' status (disruptionsAllowed): without it every eviction
           // covered by the shipped PDB is refused, so `kubectl drain` could never evict.
           'disruption-controller',

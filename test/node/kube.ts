@@ -7,9 +7,17 @@ import type { Node } from '../cluster/node.js';
 const ROOT = join(import.meta.dirname, '..', '..');
 /** The tag scripts/image.sh gives annex's image (and the archive keeps). */
 export const IMAGE = 'localhost/annex:test';
+/** A container's securityContext as the restricted Pod Security profile wants it. */
+export const RESTRICTED = {
+  runAsNonRoot: true,
+  readOnlyRootFilesystem: true,
+  allowPrivilegeEscalation: false,
+  capabilities: { drop: ['ALL'] },
+};
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-export function kube(node: () => Node) {
+/** `root`: the checkout whose dist/ and manifests/ the CLI runs from (a user's copy). */
+export function kube(node: () => Node, root: () => string = () => ROOT) {
   const kubectl = (args: string[], timeout = 120_000, input?: string) =>
     spawnSync(node().cluster.kubectl, ['--kubeconfig', node().cluster.adminKubeconfig, ...args], {
       encoding: 'utf8',
@@ -35,7 +43,7 @@ export function kube(node: () => Node) {
     });
   /** The built CLI (dist/), as a user runs it; never a developer's $KUBECONFIG. */
   const annex = (args: string[]) =>
-    spawnSync(process.execPath, [join(ROOT, 'dist', 'cli', 'main.js'), ...args], {
+    spawnSync(process.execPath, [join(root(), 'dist', 'cli', 'main.js'), ...args], {
       encoding: 'utf8',
       timeout: 300_000,
       env: { ...process.env, KUBECONFIG: '' },

@@ -5,6 +5,7 @@
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { HELLO_IMAGE, NODE_NAME, startNode, type Node } from '../cluster/node.js';
+import { RESTRICTED } from './kube.js';
 
 const why = inject('nodeSkipReason');
 
@@ -36,12 +37,7 @@ const why = inject('nodeSkipReason');
           imagePullPolicy: 'Never',
           ports: [{ containerPort: 8080 }],
           readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 },
-          securityContext: {
-            runAsNonRoot: true,
-            readOnlyRootFilesystem: true,
-            allowPrivilegeEscalation: false,
-            capabilities: { drop: ['ALL'] },
-          },
+          securityContext: RESTRICTED,
         },
       ],
     },
