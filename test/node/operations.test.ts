@@ -4,7 +4,8 @@
 // and names webhooks through the Service, kube-proxy, the Pods), while
 // - `kubectl rollout restart` replaces both Pods (maxSurge 1, maxUnavailable 0);
 // - `kubectl drain` of the node evicts one replica and is then refused by the PDB for the
-//   other (429), until its timeout; then `kubectl uncordon` and both replicas are back.
+//   other (429), until its timeout; then `kubectl uncordon` and both replicas are back;
+// - the CA both replicas share (Secret annex-tls) is rotated, as docs/install.md says.
 // On one node the evicted replica's replacement cannot be scheduled while the node is
 // cordoned: "0 failed" during the drain means the replica the PDB keeps serves every
 // request alone, and the evicted one stops without dropping what it had in flight.
@@ -175,6 +176,66 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
       const lines = drain!.stderr.split('\n').filter((l) => /evict|budget|timeout/i.test(l));
       log(`drain said: ${[...new Set(lines)].slice(0, 4).join(' | ')}`);
       expect(pods().filter(ready)).toHaveLength(2);
+    });
+
+    it('a CA rotation (`annex.dev/rotate=now` on the Secret) at the same rate: every caBundle and both replicas on the new CA; no failed request', async () => {
+      const caOf = async () => {
+        const r = await kubectlAsync(['-n', NS, 'get', 'secret', 'annex-tls', '-o', 'json']);
+        const s = JSON.parse(r.stdout);
+        return {
+          ca: s.data['ca.crt'] as string,
+          phase: s.metadata.annotations?.['annex.dev/ca-phase'],
+        };
+      };
+      const old = (await caOf()).ca;
+      const phases: string[] = []; // each phase seen, in order
+      await underLoad('CA rotation', async () => {
+        const t0 = Date.now();
+        const r = await kubectlAsync([
+          '-n',
+          NS,
+          'annotate',
+          'secret',
+          'annex-tls',
+          'annex.dev/rotate=now',
+        ]);
+        expect(r.status, r.stderr).toBe(0);
+        // publishing -> switched -> stable, each after overlapSeconds (60 as shipped).
+        await eventually('the rotation to end (stable, a new CA)', 300_000, async () => {
+          const { ca, phase } = await caOf();
+          if (phases.at(-1) !== phase) phases.push(phase);
+          return phase === 'stable' && ca !== old;
+        });
+        log(`CA rotation: phases ${phases.join(' -> ')} in ${(Date.now() - t0) / 1000}s`);
+      });
+      expect(phases.slice(-3)).toEqual(['publishing', 'switched', 'stable']);
+      const { ca } = await caOf();
+      // Every registration annex keeps trusts the new CA alone.
+      const hooks = json([
+        'get',
+        'validatingwebhookconfigurations,mutatingwebhookconfigurations',
+        '-l',
+        'app.kubernetes.io/name=annex',
+      ]).items;
+      const bundles = hooks.flatMap((h: { webhooks: { clientConfig: { caBundle: string } }[] }) =>
+        h.webhooks.map((w) => w.clientConfig.caBundle),
+      );
+      bundles.push(
+        ...json(['get', 'apiservices', '-l', 'app.kubernetes.io/name=annex']).items.map(
+          (a: { spec: { caBundle: string } }) => a.spec.caBundle,
+        ),
+      );
+      expect(bundles.length).toBeGreaterThanOrEqual(4);
+      expect(new Set(bundles)).toEqual(new Set([ca]));
+      // Both replicas serve a certificate the new CA verifies, for the Service's name.
+      for (const p of pods().filter(ready)) {
+        const ip = json(['-n', NS, 'get', 'pod', p.metadata.name]).status.podIP;
+        const hello = node.exec(process.execPath, [
+          '-e',
+          `const s = require('node:tls').connect({ host: '${ip}', port: 8443, servername: 'annex.${NS}.svc', ca: Buffer.from('${ca}', 'base64') }, () => { process.stdout.write('verified'); s.end(); }); s.on('error', (e) => process.stdout.write(e.message));`,
+        ]);
+        expect(hello.stdout, p.metadata.name).toBe('verified');
+      }
     });
 
     /** POST an Eviction for a Pod as kubectl drain does; the API server's status and body. */
