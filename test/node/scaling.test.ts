@@ -9,6 +9,7 @@ import { cpSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { parse } from 'yaml';
 import { HELLO_IMAGE, NODE_NAME, startNode, type Node } from '../cluster/node.js';
 import { kube, RESTRICTED } from './kube.js';
 
@@ -16,17 +17,20 @@ const ROOT = join(import.meta.dirname, '..', '..');
 const NS = 'annex-system';
 const why = inject('nodeSkipReason');
 
-/** A copy of the checkout's dist/ and manifests/ with the config edited as a user would. */
-function userCheckout(edit: (config: string) => string): string {
+/** A copy of the checkout's dist/ and manifests/ with config.yaml edited as a user would
+ * (each edit must apply). */
+function userCheckout(edits: [RegExp, string][]): string {
   const dir = mkdtempSync(join(tmpdir(), 'annex-checkout-'));
   for (const f of ['dist', 'manifests', 'package.json'])
     cpSync(join(ROOT, f), join(dir, f), { recursive: true });
   symlinkSync(join(ROOT, 'node_modules'), join(dir, 'node_modules'));
   const file = join(dir, 'manifests', 'config.yaml');
-  const before = readFileSync(file, 'utf8');
-  const after = edit(before);
-  expect(after).not.toBe(before);
-  writeFileSync(file, after);
+  let text = readFileSync(file, 'utf8');
+  for (const [re, to] of edits) {
+    expect(text, `manifests/config.yaml has ${re}`).toMatch(re);
+    text = text.replace(re, to);
+  }
+  writeFileSync(file, text);
   return dir;
 }
 
@@ -92,12 +96,15 @@ function scaler(name: string, metric: object) {
     beforeAll(async () => {
       // What the user adds under `metrics:` (the shipped file leaves it at its default) and
       // changes under `scaling:` — the external metrics API, and the one host it may read.
-      checkout = userCheckout((c) =>
-        c
-          .replace(/^metrics:\n/m, '$&  registerMetricsK8sIo: true\n')
-          .replace(/^( {2}registerMetricsApis:) false$/m, '$1 true')
-          .replace(/^( {4}hosts:) \[\]/m, '$1 [queue.shop]'),
-      );
+      checkout = userCheckout([
+        [/^metrics:\n/m, '$&  registerMetricsK8sIo: true\n'],
+        [/^( {2}registerMetricsApis:) false$/m, '$1 true'],
+        [/^( {4}hosts:) \[\]/m, '$1 [queue.shop]'],
+      ]);
+      const config = parse(readFileSync(join(checkout, 'manifests', 'config.yaml'), 'utf8'));
+      expect(config.metrics.registerMetricsK8sIo).toBe(true);
+      expect(config.scaling.registerMetricsApis).toBe(true);
+      expect(config.scaling.allow.hosts).toEqual(['queue.shop']);
       const written = annex(['manifests', '--all', '--write', checkout]);
       expect(written.status, written.stderr).toBe(0);
       expect(readFileSync(join(checkout, 'manifests', 'registrations.yaml'), 'utf8')).toContain(
