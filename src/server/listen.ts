@@ -45,7 +45,7 @@ export interface Listening {
   connections(): { open: number; idle: number };
   /**
    * Stops accepting, sends GOAWAY on HTTP/2 sessions and `Connection: close` on HTTP/1.1
-   * answers, closes idle connections, waits for in-flight requests up to
+   * answers (idle HTTP/1.1 connections on their next one), waits up to
    * shutdownTimeoutSeconds, then destroys what is left.
    */
   close(): Promise<void>;
