@@ -45,6 +45,16 @@ interface Conn {
   timer?: NodeJS.Timeout;
 }
 
+/** The connections a drain destroyed at its deadline, by what they were doing. */
+export interface LeftAtDeadline {
+  /** Idle after serving requests: a keep-alive socket its client stopped using. */
+  idle: number;
+  /** Never sent a request. */
+  unused: number;
+  /** A request or stream still in flight. */
+  busy: number;
+}
+
 export interface TrackerOptions {
   maxConnections: number;
   requestTimeoutMs: number;
@@ -75,6 +85,7 @@ export class ConnectionTracker {
   private readonly idle = new Set<Conn>();
   private refusing = 0;
   private draining = false;
+  private left: LeftAtDeadline = { idle: 0, unused: 0, busy: 0 };
 
   constructor(private readonly o: TrackerOptions) {}
 
@@ -146,9 +157,17 @@ export class ConnectionTracker {
       else c.answers.forEach(closeAfter);
     }
     const t = setTimeout(() => {
-      for (const c of [...this.conns.values()]) this.destroy(c, true);
+      for (const c of [...this.conns.values()]) {
+        this.left[c.active > 0 ? 'busy' : c.used ? 'idle' : 'unused']++;
+        this.destroy(c, true);
+      }
     }, timeoutMs);
     t.unref();
+  }
+
+  /** What the drain's deadline destroyed (all 0 when everything closed before it). */
+  leftAtDeadline(): LeftAtDeadline {
+    return { ...this.left };
   }
 
   private ofTls(t: tls.TLSSocket | undefined): Conn | undefined {

@@ -243,7 +243,9 @@ export async function startAnnex(
       stopWatches.abort();
       const open = listening.connections().open;
       log.info({ open, timeoutSeconds: config.server.shutdownTimeoutSeconds }, 'draining');
-      await draining;
+      // Connections the deadline had to destroy: an idle one is a keep-alive socket whose
+      // client sent nothing during the whole drain.
+      log.info({ destroyedAtDeadline: await draining }, 'drained');
       registrar?.stop();
       stopCertWatch();
       stopAuthWatch?.();
