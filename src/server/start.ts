@@ -51,7 +51,8 @@ export interface Annex {
   shutdown(): Promise<void>;
   /**
    * Stops accepting, GOAWAY / Connection: close, ends open watches, waits for in-flight
-   * requests up to server.shutdownTimeoutSeconds, then stops the features.
+   * requests (and idle keep-alive connections' next one) up to
+   * server.shutdownTimeoutSeconds, then stops the features.
    */
   close(): Promise<void>;
 }
