@@ -66,8 +66,9 @@ export interface Config {
      */
     shutdownDelaySeconds?: number;
     /**
-     * After the delay: how long in-flight requests may take to finish before their
-     * connections are destroyed. Delay + timeout must fit in the Pod's
+     * After the delay: how long in-flight requests may take to finish, and idle keep-alive
+     * connections may wait for their next request (answered with Connection: close),
+     * before their connections are destroyed. Delay + timeout must fit in the Pod's
      * terminationGracePeriodSeconds (30 s by default).
      */
     shutdownTimeoutSeconds: number;

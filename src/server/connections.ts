@@ -17,6 +17,12 @@
 //   as SSL_ERROR_SYSCALL and cannot tell from a crash. Those refusals are bounded too
 //   (REFUSING_MAX at once; beyond that the TCP connection is dropped at accept), so the
 //   descriptors in use never exceed maxConnections + REFUSING_MAX.
+// - The drain: an idle HTTP/1.1 keep-alive connection is never closed on a quiet timer,
+//   since closing it races the client's next request (a POST whose bytes were written is
+//   not retried: Go's http.Transport, which the API server's webhook calls use, reports
+//   "EOF" or "connection reset"). Its next request is answered with Connection: close
+//   instead, which the client reads before it could reuse the connection; one nobody uses
+//   again is destroyed at the drain's deadline.
 import type http from 'node:http';
 import http2 from 'node:http2';
 import type net from 'node:net';
@@ -25,8 +31,6 @@ import { StatusError } from '../core/status.js';
 
 /** How many over-cap connections may wait at once for their 503. */
 export const REFUSING_MAX = 64;
-/** While draining, an HTTP/1.1 connection idle this long is closed. */
-export const DRAIN_IDLE_MS = 1000;
 
 interface Conn {
   raw: net.Socket;
@@ -39,6 +43,16 @@ interface Conn {
   used: boolean;
   refused: boolean;
   timer?: NodeJS.Timeout;
+}
+
+/** The connections a drain destroyed at its deadline, by what they were doing. */
+export interface LeftAtDeadline {
+  /** Idle after serving requests: a keep-alive socket its client stopped using. */
+  idle: number;
+  /** Never sent a request. */
+  unused: number;
+  /** A request or stream still in flight. */
+  busy: number;
 }
 
 export interface TrackerOptions {
@@ -71,6 +85,7 @@ export class ConnectionTracker {
   private readonly idle = new Set<Conn>();
   private refusing = 0;
   private draining = false;
+  private left: LeftAtDeadline = { idle: 0, unused: 0, busy: 0 };
 
   constructor(private readonly o: TrackerOptions) {}
 
@@ -81,7 +96,8 @@ export class ConnectionTracker {
   attach(server: http2.Http2SecureServer): void {
     // server.close() would also close node:http's idle HTTP/1.1 sockets at once, and to
     // node:http a socket whose next request is still on the wire is idle: that request
-    // would be reset. drain() closes them instead, after DRAIN_IDLE_MS of quiet.
+    // would be reset. drain() leaves them to their next answer (Connection: close) or
+    // its deadline.
     (server as unknown as { closeIdleConnections: () => void }).closeIdleConnections = () => {};
     server.on('connection', (raw: net.Socket) => this.accept(raw));
     // Before http2's own listener, which creates the session (or hands the socket to
@@ -130,21 +146,28 @@ export class ConnectionTracker {
 
   /**
    * Shutdown: HTTP/2 sessions get GOAWAY (in-flight streams finish), HTTP/1.1 answers
-   * carry Connection: close, HTTP/1.1 sockets quiet for DRAIN_IDLE_MS are closed, and
-   * whatever is still open after timeoutMs is destroyed. The server's own close() stops
-   * accepting.
+   * carry Connection: close (node:http then closes the socket), idle HTTP/1.1 sockets
+   * stay open for their next request, and whatever is still open after timeoutMs is
+   * destroyed. The server's own close() stops accepting.
    */
   drain(timeoutMs: number): void {
     this.draining = true;
     for (const c of [...this.conns.values()]) {
       if (c.session) c.session.close();
-      else if (c.active === 0) this.arm(c, DRAIN_IDLE_MS);
       else c.answers.forEach(closeAfter);
     }
     const t = setTimeout(() => {
-      for (const c of [...this.conns.values()]) this.destroy(c, true);
+      for (const c of [...this.conns.values()]) {
+        this.left[c.active > 0 ? 'busy' : c.used ? 'idle' : 'unused']++;
+        this.destroy(c, true);
+      }
     }, timeoutMs);
     t.unref();
+  }
+
+  /** What the drain's deadline destroyed (all 0 when everything closed before it). */
+  leftAtDeadline(): LeftAtDeadline {
+    return { ...this.left };
   }
 
   private ofTls(t: tls.TLSSocket | undefined): Conn | undefined {
@@ -190,14 +213,11 @@ export class ConnectionTracker {
     // Draining sessions have GOAWAY and close themselves once their streams end.
     if (c.session && this.draining) return;
     if (c.refused) return void c.tls?.destroySoon();
-    if (this.draining) {
-      // This answer may have left before the drain began, without Connection: close,
-      // and the client may be sending its next request already: that one is answered
-      // (with Connection: close), and a socket that stays quiet is closed shortly.
-      this.arm(c, DRAIN_IDLE_MS);
-      return;
-    }
-    if (c.session) this.arm(c, this.o.keepAliveTimeoutMs);
+    if (c.session) return this.arm(c, this.o.keepAliveTimeoutMs);
+    // HTTP/1.1: node:http's keepAliveTimeout bounds the idle socket. During the drain, an
+    // answer that left before it began (without Connection: close) leaves the client free
+    // to reuse the socket: its next request is answered with Connection: close, and a
+    // socket that stays quiet waits for the drain's deadline.
   }
 
   /** Closes the connection if it is still idle after ms. */

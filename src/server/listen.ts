@@ -10,7 +10,7 @@
 import http2 from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import type Koa from 'koa';
-import { ConnectionTracker } from './connections.js';
+import { ConnectionTracker, type LeftAtDeadline } from './connections.js';
 
 export interface TlsMaterial {
   cert: string;
@@ -45,10 +45,10 @@ export interface Listening {
   connections(): { open: number; idle: number };
   /**
    * Stops accepting, sends GOAWAY on HTTP/2 sessions and `Connection: close` on HTTP/1.1
-   * answers, closes idle connections, waits for in-flight requests up to
-   * shutdownTimeoutSeconds, then destroys what is left.
+   * answers (idle HTTP/1.1 connections on their next one), waits up to
+   * shutdownTimeoutSeconds, then destroys what is left: how many, once all are closed.
    */
-  close(): Promise<void>;
+  close(): Promise<LeftAtDeadline>;
 }
 
 /**
@@ -127,7 +127,7 @@ export async function listen(app: Koa, opts: ListenOptions): Promise<Listening> 
   });
   const port = (server.address() as AddressInfo).port;
   const host = opts.host.includes(':') ? `[${opts.host}]` : opts.host;
-  let closing: Promise<void> | undefined;
+  let closing: Promise<LeftAtDeadline> | undefined;
   return {
     server,
     port,
@@ -135,8 +135,8 @@ export async function listen(app: Koa, opts: ListenOptions): Promise<Listening> 
     updateTls: (m) => server.setSecureContext(secureOptions(m)),
     connections: () => tracker.counts(),
     close: () =>
-      (closing ??= new Promise<void>((resolve) => {
-        server.close(() => resolve());
+      (closing ??= new Promise<LeftAtDeadline>((resolve) => {
+        server.close(() => resolve(tracker.leftAtDeadline()));
         tracker.drain((opts.shutdownTimeoutSeconds ?? 30) * 1000);
       })),
   };

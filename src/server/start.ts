@@ -51,7 +51,8 @@ export interface Annex {
   shutdown(): Promise<void>;
   /**
    * Stops accepting, GOAWAY / Connection: close, ends open watches, waits for in-flight
-   * requests up to server.shutdownTimeoutSeconds, then stops the features.
+   * requests (and idle keep-alive connections' next one) up to
+   * server.shutdownTimeoutSeconds, then stops the features.
    */
   close(): Promise<void>;
 }
@@ -243,7 +244,9 @@ export async function startAnnex(
       stopWatches.abort();
       const open = listening.connections().open;
       log.info({ open, timeoutSeconds: config.server.shutdownTimeoutSeconds }, 'draining');
-      await draining;
+      // Connections the deadline had to destroy: an idle one is a keep-alive socket whose
+      // client sent nothing during the whole drain.
+      log.info({ destroyedAtDeadline: await draining }, 'drained');
       registrar?.stop();
       stopCertWatch();
       stopAuthWatch?.();

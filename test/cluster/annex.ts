@@ -36,7 +36,9 @@ export async function startTestAnnex(
   const config = loadConfig({
     overrides: {
       ...overrides,
-      server: { host: '127.0.0.1', port: 0, ...overrides.server },
+      // stop() drains: the API server's pooled webhook connections, idle, stay open until
+      // the deadline (15 s by default); a test's teardown need not wait that long.
+      server: { host: '127.0.0.1', port: 0, shutdownTimeoutSeconds: 2, ...overrides.server },
       tls: { dir: certsDir, service: ANNEX_SERVICE, namespace: ANNEX_NAMESPACE, ...overrides.tls },
       kube: { kubeconfig: cluster!.adminKubeconfig, ...overrides.kube },
       // The test API server presents this CA's client certificate to every webhook, as an

@@ -29,6 +29,11 @@ export function machineOverrides(
     ['server.port', o.port, 'a free port: 8443 on this shared machine may be taken'],
     ['server.shutdownDelaySeconds', 1, 'a short drain, so the test ends sooner'],
     [
+      'server.shutdownTimeoutSeconds',
+      2,
+      "the drain's deadline, which closes the API server's idle pooled connections: 2 s, not 15",
+    ],
+    [
       'admission.clientCA',
       c.webhookClientCaFile,
       'no kubelet mounts the ConfigMap annex-admission-client-ca: the file it would hold',

@@ -173,9 +173,11 @@ describeCluster('graceful shutdown under load', (c) => {
     expect(answers[0]).toBe(503);
     expect(readyzMs).toBeLessThan(exitMs);
     expect(exit.code).toBe(0);
-    // The delay served in full, then the drain, inside the grace period (delay + timeout).
+    // The delay served in full, then the drain: up to its deadline (an idle keep-alive
+    // connection the API server no longer uses is closed only then), then the teardown,
+    // inside the 5 s the Deployment's grace period leaves after delay + timeout.
     expect(exitMs).toBeGreaterThanOrEqual(DELAY_S * 1000);
-    expect(exitMs).toBeLessThan((DELAY_S + TIMEOUT_S) * 1000);
+    expect(exitMs).toBeLessThan((DELAY_S + TIMEOUT_S + 5) * 1000);
     // Not one request failed, and the traffic did move.
     expect(direct.errorKinds).toEqual({});
     expect(direct.errors).toBe(0);
