@@ -2,18 +2,34 @@
 // the files of test/node/ share (each starts its own node).
 import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
-import type { Node } from '../cluster/node.js';
+import { HELLO_IMAGE, type Node } from '../cluster/node.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 /** The tag scripts/image.sh gives annex's image (and the archive keeps). */
 export const IMAGE = 'localhost/annex:test';
-/** A container's securityContext as the restricted Pod Security profile wants it. */
-export const RESTRICTED = {
-  runAsNonRoot: true,
-  readOnlyRootFilesystem: true,
-  allowPrivilegeEscalation: false,
-  capabilities: { drop: ['ALL'] },
-};
+/** A Pod spec of the hello image (container `name`, with `extra` fields), hardened as the
+ * restricted Pod Security profile wants, Ready by /healthz on :8080. */
+export function helloPodSpec(name: string, extra: object = {}) {
+  return {
+    terminationGracePeriodSeconds: 5,
+    containers: [
+      {
+        name,
+        image: HELLO_IMAGE,
+        imagePullPolicy: 'Never',
+        ports: [{ containerPort: 8080 }],
+        readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 },
+        securityContext: {
+          runAsNonRoot: true,
+          readOnlyRootFilesystem: true,
+          allowPrivilegeEscalation: false,
+          capabilities: { drop: ['ALL'] },
+        },
+        ...extra,
+      },
+    ],
+  };
+}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** `root`: the checkout whose dist/ and manifests/ the CLI runs from (a user's copy). */

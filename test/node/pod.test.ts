@@ -4,8 +4,8 @@
 // project, whose ./global-setup.ts builds or reuses the node); alone: `npm run test:node`.
 import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { HELLO_IMAGE, NODE_NAME, startNode, type Node } from '../cluster/node.js';
-import { RESTRICTED } from './kube.js';
+import { NODE_NAME, startNode, type Node } from '../cluster/node.js';
+import { helloPodSpec } from './kube.js';
 
 const why = inject('nodeSkipReason');
 
@@ -28,19 +28,7 @@ const why = inject('nodeSkipReason');
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name, namespace, labels },
-    spec: {
-      terminationGracePeriodSeconds: 5,
-      containers: [
-        {
-          name: 'hello',
-          image: HELLO_IMAGE,
-          imagePullPolicy: 'Never',
-          ports: [{ containerPort: 8080 }],
-          readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 },
-          securityContext: RESTRICTED,
-        },
-      ],
-    },
+    spec: helloPodSpec('hello'),
   });
   /** GET from the node's namespace (no packet leaves it); '' on any failure. */
   const fetchInNode = (url: string) =>

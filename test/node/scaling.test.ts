@@ -10,8 +10,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { parse } from 'yaml';
-import { HELLO_IMAGE, NODE_NAME, startNode, type Node } from '../cluster/node.js';
-import { kube, RESTRICTED } from './kube.js';
+import { NODE_NAME, startNode, type Node } from '../cluster/node.js';
+import { helloPodSpec, kube } from './kube.js';
 
 const ROOT = join(import.meta.dirname, '..', '..');
 const NS = 'annex-system';
@@ -45,22 +45,11 @@ function helloDeployment(name: string, env: Record<string, string> = {}) {
       selector: { matchLabels: { app: name } },
       template: {
         metadata: { labels: { app: name } },
-        spec: {
-          terminationGracePeriodSeconds: 5,
-          containers: [
-            {
-              name,
-              image: HELLO_IMAGE,
-              imagePullPolicy: 'Never',
-              env: Object.entries(env).map(([k, value]) => ({ name: k, value })),
-              ports: [{ containerPort: 8080 }],
-              // Utilisation is usage over this request.
-              resources: { requests: { cpu: '100m', memory: '16Mi' } },
-              readinessProbe: { httpGet: { path: '/healthz', port: 8080 }, periodSeconds: 1 },
-              securityContext: RESTRICTED,
-            },
-          ],
-        },
+        spec: helloPodSpec(name, {
+          env: Object.entries(env).map(([k, value]) => ({ name: k, value })),
+          // Utilisation is usage over this request.
+          resources: { requests: { cpu: '100m', memory: '16Mi' } },
+        }),
       },
     },
   };
